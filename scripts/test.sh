@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs missing dependencies, builds everything and runs every test.
+# Extra arguments go to ctest (for example: -R io_ -V).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+build_dir="${BROOK_BUILD_DIR:-build}"
+cd "$build_dir"
+ctest --output-on-failure -j "$(nproc)" "$@"
