@@ -1,0 +1,39 @@
+// tools/brook_main.cc
+//
+// The `brook` binary: dispatches to its subcommands.
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "tools/commands.h"
+
+namespace {
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: brook <command> [args]\n"
+               "commands:\n"
+               "  sim    run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
+               "  bench  real-backend benchmarks (net, file)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage();
+    return 2;
+  }
+  std::vector<std::string_view> args(argv + 2, argv + argc);
+  const std::string_view command = argv[1];
+  if (command == "sim") return brook::tools::sim_main(args);
+  if (command == "bench") return brook::tools::bench_main(args);
+  if (command == "help" || command == "--help" || command == "-h") {
+    usage();
+    return 0;
+  }
+  std::fprintf(stderr, "brook: unknown command '%.*s'\n", static_cast<int>(command.size()),
+               command.data());
+  usage();
+  return 2;
+}
