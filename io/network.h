@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +27,11 @@
 namespace brook::io {
 
 struct Address {
+  // Not an aggregate on purpose: g++ 12 destroys a braced aggregate temporary
+  // built inside a co_await's arguments twice; a constructor avoids that.
+  Address() = default;
+  Address(std::string host_in, uint16_t port_in) : host(std::move(host_in)), port(port_in) {}
+
   std::string host;  // an IPv4 or IPv6 literal, or a host name
   uint16_t port = 0;
 
