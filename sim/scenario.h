@@ -1,0 +1,50 @@
+// sim/scenario.h
+//
+// Named, seeded simulation scenarios: what `brook sim` runs. A scenario
+// builds a World from the seed, draws its swarm configuration (cluster
+// shape, workload and every fault probability) from the seed, runs the
+// workload under the drawn faults, then checks its invariants. The same
+// seed gives the same run, the same verdict and the same trace hash.
+//
+// Scenarios: "demo" (sim/demo.h) — replicated append-only logs under
+// crashes, torn writes, partitions, clogs, resets and clock skew.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/log.h"
+#include "io/time.h"
+#include "sim/trace.h"
+
+namespace brook::sim {
+
+struct ScenarioOptions {
+  std::string name = "demo";
+  uint64_t seed = 1;
+  TraceSink* trace = nullptr;       // every event, when set (not owned)
+  io::LogSink* log_sink = nullptr;  // node log lines, when set (not owned)
+  std::FILE* out = nullptr;         // the swarm configuration and progress; nullptr: silent
+};
+
+struct ScenarioResult {
+  bool passed = false;
+  std::vector<std::string> failures;  // what the checkers found, first ones first
+  uint64_t trace_hash = 0;
+  uint64_t events = 0;
+  io::Duration simulated{0};
+  std::string replay_command;
+  std::string summary;  // one line: what the workload and the faults did
+};
+
+// The names run_scenario() accepts, sorted.
+std::vector<std::string> scenario_names();
+
+// Runs one scenario. NotFound for an unknown name; a failed check is a
+// result with passed == false, not an error.
+absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options);
+
+}  // namespace brook::sim

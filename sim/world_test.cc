@@ -1,0 +1,278 @@
+// sim/world_test.cc
+//
+// Tests of the World: virtual time, per-node clocks, crash and restart,
+// dropped events of dead incarnations, the trace hash, buggify and the
+// replay context. Each test states what it proves.
+#include "sim/world.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/scope.h"
+#include "io/status.h"
+
+namespace brook::sim {
+namespace {
+
+using namespace std::chrono_literals;
+
+io::Task<void> sleep_then_mark(io::Context* ctx, io::Duration d, bool* done) {
+  co_await ctx->clock().sleep_for(d);
+  *done = true;
+}
+
+// Virtual time jumps to the next event: an hour-long sleep completes at once
+// in wall terms and leaves the world clock exactly an hour later.
+TEST(World, VirtualTimeJumpsToTheNextEvent) {
+  World world(1);
+  Node& node = world.add_node();
+  bool done = false;
+  node.start([&](io::Context& ctx) { return sleep_then_mark(&ctx, 1h, &done); });
+  world.run_until_idle();
+  EXPECT_TRUE(done);
+  EXPECT_TRUE(node.main_done());
+  EXPECT_EQ(world.elapsed(), io::Duration(1h));
+}
+
+io::Task<void> random_sleeps(io::Context* ctx, int count) {
+  for (int i = 0; i < count; ++i) {
+    co_await ctx->clock().sleep_for(io::Duration(ctx->random().uniform_range(1, 1'000'000)));
+  }
+}
+
+uint64_t random_sleeps_hash(uint64_t seed) {
+  World world(seed);
+  for (int i = 0; i < 3; ++i) {
+    world.add_node().start([](io::Context& ctx) { return random_sleeps(&ctx, 100); });
+  }
+  world.run_until_idle();
+  return world.trace_hash();
+}
+
+// The trace hash is a pure function of the seed: equal for equal seeds,
+// different for different ones.
+TEST(World, TraceHashIsAFunctionOfTheSeed) {
+  EXPECT_EQ(random_sleeps_hash(7), random_sleeps_hash(7));
+  EXPECT_NE(random_sleeps_hash(7), random_sleeps_hash(8));
+}
+
+struct Guard {
+  int* destroyed;
+  ~Guard() { ++*destroyed; }
+};
+
+io::Task<void> guarded_forever(io::Context* ctx, int* started, int* destroyed) {
+  Guard guard{destroyed};
+  ++*started;
+  for (;;) co_await ctx->clock().sleep_for(1s);
+}
+
+// crash() destroys every task of the node (their RAII guards run) and
+// restart() runs the main task again.
+TEST(World, CrashDestroysTasksAndRestartRunsMainAgain) {
+  World world(2);
+  Node& node = world.add_node();
+  int started = 0;
+  int destroyed = 0;
+  node.start([&](io::Context& ctx) { return guarded_forever(&ctx, &started, &destroyed); });
+  world.run_for(10s);
+  EXPECT_EQ(started, 1);
+  EXPECT_EQ(destroyed, 0);
+  node.crash();
+  EXPECT_FALSE(node.up());
+  EXPECT_EQ(destroyed, 1);
+  world.run_for(10s);
+  EXPECT_EQ(started, 1);
+  node.restart();
+  world.run_for(10s);
+  EXPECT_EQ(started, 2);
+  EXPECT_EQ(node.incarnation(), 2u);
+  EXPECT_EQ(node.crashes(), 1u);
+}
+
+struct RawEvent {
+  int* ran;
+  static void fire(void* arg) { ++*static_cast<RawEvent*>(arg)->ran; }
+};
+
+io::Task<void> schedule_raw(io::Context* ctx, RawEvent* event) {
+  // A callback no awaiter owns: nothing cancels it at a crash.
+  ctx->executor().call_at(ctx->clock().now() + 5s, io::Callback{&RawEvent::fire, event});
+  ctx->executor().post(io::Callback{&RawEvent::fire, event});
+  co_await ctx->clock().sleep_for(1h);
+}
+
+// An event of a dead incarnation is dropped, never run, even when nothing
+// cancelled it.
+TEST(World, EventsOfADeadIncarnationNeverRun) {
+  World world(3);
+  Node& node = world.add_node();
+  int ran = 0;
+  RawEvent event{&ran};
+  node.start([&](io::Context& ctx) { return schedule_raw(&ctx, &event); });
+  // Run the main task's first step only: it schedules both raw events.
+  world.run_until([&] { return world.events_run() >= 1; });
+  EXPECT_EQ(ran, 0);
+  node.crash();
+  world.run_for(1min);
+  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(world.events_dropped(), 2u);
+}
+
+io::Task<void> crash_myself(io::Context* ctx, Node* self, int* after) {
+  co_await ctx->clock().sleep_for(1s);
+  self->crash();  // deferred: a task cannot destroy its own frame
+  ++*after;
+  co_await ctx->clock().sleep_for(1s);
+  ++*after;
+}
+
+// A node may crash itself from one of its own tasks: the crash is deferred to
+// a world event, so the running frame is not destroyed under its feet.
+TEST(World, ANodeCanCrashItself) {
+  World world(4);
+  Node& node = world.add_node();
+  int after = 0;
+  node.start([&](io::Context& ctx) { return crash_myself(&ctx, &node, &after); });
+  world.run_for(10s);
+  EXPECT_FALSE(node.up());
+  EXPECT_EQ(after, 1);
+}
+
+io::Task<void> write_then_sync(io::Context* ctx, bool sync) {
+  auto file = co_await ctx->disk().open("data", io::OpenMode::kCreate);
+  BROOK_ASSERT(file.ok());
+  BROOK_ASSERT((co_await (*file)->append(io::BufferChain(io::Buffer::copy_of("durable")))).ok());
+  if (sync) BROOK_ASSERT((co_await (*file)->datasync()).ok());
+  BROOK_ASSERT((co_await ctx->disk().sync_dir("")).ok());
+  co_await ctx->clock().sleep_for(1h);
+}
+
+io::Task<void> read_back(io::Context* ctx, std::string* out) {
+  auto file = co_await ctx->disk().open("data", io::OpenMode::kReadOnly);
+  if (!file.ok()) co_return;
+  auto bytes = co_await (*file)->read_at(0, 100);
+  if (bytes.ok()) *out = std::string(bytes->view());
+}
+
+// restart() runs on the surviving disk: synced bytes are there after a crash.
+TEST(World, RestartKeepsSyncedData) {
+  World world(5);
+  Node& node = world.add_node();
+  node.start([](io::Context& ctx) { return write_then_sync(&ctx, true); });
+  world.run_for(1s);
+  node.crash();
+  std::string got;
+  node.start([&](io::Context& ctx) { return read_back(&ctx, &got); });
+  world.run_for(1s);
+  EXPECT_EQ(got, "durable");
+}
+
+io::Task<void> sample_clock(io::Context* ctx, std::vector<int64_t>* early) {
+  for (int i = 0; i < 1000; ++i) {
+    const io::Duration d(ctx->random().uniform_range(1, 10'000'000));
+    const io::Instant deadline = ctx->clock().now() + d;
+    co_await ctx->clock().sleep_until(deadline);
+    if (ctx->clock().now() < deadline) early->push_back(io::to_ns(deadline - ctx->clock().now()));
+  }
+}
+
+// Drift makes a node's monotonic clock run fast or slow against virtual time
+// by the given ppm, and timers never fire before their deadline on it.
+TEST(World, DriftSkewsTheClockAndTimersNeverFireEarly) {
+  for (int64_t ppm : {-250, 0, 173, 5000}) {
+    World world(6);
+    NodeOptions options;
+    options.drift_ppm = ppm;
+    options.monotonic_offset = 100s;
+    Node& node = world.add_node(options);
+    std::vector<int64_t> early;
+    node.start([&](io::Context& ctx) { return sample_clock(&ctx, &early); });
+    world.run_until_idle();
+    EXPECT_TRUE(early.empty()) << "ppm " << ppm << ": " << early.size() << " early wake-ups";
+    const int64_t global = world.now_ns();
+    const int64_t local = io::to_ns(node.clock().now()) - 100'000'000'000;
+    EXPECT_NEAR(static_cast<double>(local - global), static_cast<double>(global) * ppm / 1e6, 2.0)
+        << "ppm " << ppm;
+  }
+}
+
+// A wall-clock jump moves wall_now() (also backwards) and leaves the
+// monotonic clock alone.
+TEST(World, WallJumpsLeaveMonotonicTimeAlone) {
+  World world(7);
+  NodeOptions options;
+  options.wall_offset = 3s;
+  Node& node = world.add_node(options);
+  const io::Instant mono = node.clock().now();
+  const io::WallTime wall = node.clock().wall_now();
+  EXPECT_EQ(io::to_ms(wall), world.options().wall_epoch_ns / 1'000'000 + 3000);
+  node.jump_wall_clock(-10s);
+  EXPECT_EQ(node.clock().now(), mono);
+  EXPECT_EQ(node.clock().wall_now() - wall, io::Duration(-10s));
+}
+
+// Buggify follows FoundationDB's rule: a quarter of the points are active
+// in a run, active ones fire about a quarter of the time, decisions repeat
+// for a seed, and kOff never fires.
+TEST(Buggify, ActivatesAQuarterOfPointsAndFiresAQuarterOfCalls) {
+  auto sample = [](uint64_t seed, BuggifyMode mode) {
+    WorldOptions options;
+    options.buggify = mode;
+    World world(seed, options);
+    std::vector<int> fired;
+    for (int p = 0; p < 2000; ++p) {
+      int n = 0;
+      for (int call = 0; call < 40; ++call) n += world.buggify().fire(fmt::format("p{}", p));
+      fired.push_back(n);
+    }
+    return fired;
+  };
+  const std::vector<int> a = sample(11, BuggifyMode::kOn);
+  EXPECT_EQ(a, sample(11, BuggifyMode::kOn));
+  int active = 0;
+  int fires = 0;
+  for (int n : a) {
+    active += n > 0;
+    fires += n;
+  }
+  EXPECT_NEAR(active / 2000.0, 0.25, 0.04);
+  EXPECT_NEAR(fires / (active * 40.0), 0.25, 0.03);
+  for (int n : sample(11, BuggifyMode::kOff)) EXPECT_EQ(n, 0);
+}
+
+// kSeeded switches buggify off entirely for about a fifth of seeds.
+TEST(Buggify, SeededModeIsOffForSomeSeeds) {
+  int on = 0;
+  for (uint64_t seed = 0; seed < 1000; ++seed) on += World(seed).buggify().enabled();
+  EXPECT_NEAR(on / 1000.0, kBuggifySeededOnRatio, 0.05);
+}
+
+io::Task<void> read_assert_context(std::string* text, bool* running) {
+  *text = io::AssertContext::current() != nullptr ? io::AssertContext::current()->text() : "";
+  *running = World::running() != nullptr;
+  co_return;
+}
+
+// While the world runs, a failed assertion would print the seed and the
+// exact replay command; outside run_*() nothing is installed.
+TEST(World, InstallsTheReplayCommandAsAssertContext) {
+  WorldOptions options;
+  options.scenario = "partition";
+  World world(42, options);
+  Node& node = world.add_node();
+  std::string text;
+  bool running = false;
+  node.start([&](io::Context&) { return read_assert_context(&text, &running); });
+  world.run_until_idle();
+  EXPECT_NE(text.find("brook sim --seed 42 --scenario partition"), std::string::npos) << text;
+  EXPECT_TRUE(running);
+  EXPECT_EQ(World::running(), nullptr);
+  EXPECT_EQ(io::AssertContext::current(), nullptr);
+}
+
+}  // namespace
+}  // namespace brook::sim
