@@ -1,13 +1,165 @@
 // tools/sim_command.cc
-#include <cstdio>
+//
+// `brook sim`: runs seeded simulation scenarios (sim/scenario.h).
+//
+//   brook sim --seed N [--scenario NAME] [--trace FILE] [--log]
+//       One run: prints the swarm configuration, the verdict, what the run
+//       did, and ends with "trace-hash: <16 hex digits>" and
+//       "replay: brook sim --seed N".
+//   brook sim --seeds A..B [--scenario NAME]
+//       A sweep of seeds A to B inclusive: one line per seed, the replay
+//       command of each failure, and last "N passed, M failed".
+//
+// Exit code: 0 when every run passed, 1 when one failed, 2 on bad usage.
+#include <fmt/format.h>
 
+#include <charconv>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sim/scenario.h"
 #include "tools/commands.h"
 
 namespace brook::tools {
 
-int sim_main(Args) {
-  std::fprintf(stderr, "brook sim: not available in this build\n");
-  return 2;
+namespace {
+
+struct SimArgs {
+  std::optional<uint64_t> seed;
+  std::optional<std::pair<uint64_t, uint64_t>> seeds;
+  std::string scenario = "demo";
+  std::string trace_path;
+  bool log = false;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: brook sim --seed N [--scenario NAME] [--trace FILE] [--log]\n"
+               "       brook sim --seeds A..B [--scenario NAME]\n");
+}
+
+std::optional<uint64_t> parse_u64(std::string_view text) {
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> parse_range(std::string_view text) {
+  const size_t dots = text.find("..");
+  if (dots == std::string_view::npos) return std::nullopt;
+  auto a = parse_u64(text.substr(0, dots));
+  auto b = parse_u64(text.substr(dots + 2));
+  if (!a || !b || *a > *b) return std::nullopt;
+  return std::pair{*a, *b};
+}
+
+// Returns false (after printing why) on bad usage.
+bool parse_args(Args args, SimArgs& out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (arg == "--log") {
+      out.log = true;
+    } else if (!has_value) {
+      std::fprintf(stderr, "brook sim: missing value or unknown option '%.*s'\n",
+                   static_cast<int>(arg.size()), arg.data());
+      return false;
+    } else if (arg == "--seed") {
+      out.seed = parse_u64(args[++i]);
+      if (!out.seed) return std::fprintf(stderr, "brook sim: bad seed\n"), false;
+    } else if (arg == "--seeds") {
+      out.seeds = parse_range(args[++i]);
+      if (!out.seeds) return std::fprintf(stderr, "brook sim: bad range, expected A..B\n"), false;
+    } else if (arg == "--scenario") {
+      out.scenario = std::string(args[++i]);
+    } else if (arg == "--trace") {
+      out.trace_path = std::string(args[++i]);
+    } else {
+      std::fprintf(stderr, "brook sim: unknown option '%.*s'\n", static_cast<int>(arg.size()),
+                   arg.data());
+      return false;
+    }
+  }
+  if (out.seed.has_value() == out.seeds.has_value()) {
+    std::fprintf(stderr, "brook sim: give exactly one of --seed and --seeds\n");
+    return false;
+  }
+  if (out.seeds && (!out.trace_path.empty() || out.log)) {
+    std::fprintf(stderr, "brook sim: --trace and --log need a single --seed\n");
+    return false;
+  }
+  return true;
+}
+
+int run_one(const SimArgs& args) {
+  sim::ScenarioOptions options;
+  options.name = args.scenario;
+  options.seed = *args.seed;
+  options.out = stdout;
+  if (args.log) options.log_sink = &io::stderr_log_sink();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_file(nullptr, &std::fclose);
+  std::optional<sim::JsonLinesTraceSink> trace;
+  if (!args.trace_path.empty()) {
+    trace_file.reset(std::fopen(args.trace_path.c_str(), "w"));
+    if (!trace_file) {
+      std::fprintf(stderr, "brook sim: cannot write %s\n", args.trace_path.c_str());
+      return 2;
+    }
+    trace.emplace(trace_file.get());
+    options.trace = &*trace;
+  }
+  auto result = sim::run_scenario(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "brook sim: %s\n", std::string(result.status().message()).c_str());
+    return 2;
+  }
+  fmt::print("result: {}\n{}\nevents={} simulated={:.3f}s\n", result->passed ? "PASS" : "FAIL",
+             result->summary, result->events, static_cast<double>(result->simulated.count()) / 1e9);
+  for (const std::string& f : result->failures) fmt::print("failure: {}\n", f);
+  fmt::print("trace-hash: {:016x}\nreplay: {}\n", result->trace_hash, result->replay_command);
+  std::fflush(stdout);
+  return result->passed ? 0 : 1;
+}
+
+int run_sweep(const SimArgs& args) {
+  uint64_t passed = 0;
+  uint64_t failed = 0;
+  for (uint64_t seed = args.seeds->first;; ++seed) {
+    sim::ScenarioOptions options;
+    options.name = args.scenario;
+    options.seed = seed;
+    auto result = sim::run_scenario(options);
+    if (!result.ok()) {
+      std::fprintf(stderr, "brook sim: %s\n", std::string(result.status().message()).c_str());
+      return 2;
+    }
+    if (result->passed) {
+      ++passed;
+      fmt::print("seed {}: pass trace-hash={:016x}\n", seed, result->trace_hash);
+    } else {
+      ++failed;
+      fmt::print("seed {}: FAIL {}\n  replay: {}\n", seed,
+                 result->failures.empty() ? "" : result->failures.front(), result->replay_command);
+    }
+    std::fflush(stdout);
+    if (seed == args.seeds->second) break;
+  }
+  fmt::print("{} passed, {} failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int sim_main(Args args) {
+  SimArgs parsed;
+  if (!parse_args(args, parsed)) {
+    usage();
+    return 2;
+  }
+  return parsed.seed ? run_one(parsed) : run_sweep(parsed);
 }
 
 }  // namespace brook::tools
