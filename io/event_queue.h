@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <vector>
 
@@ -81,19 +80,27 @@ class EventQueue {
   // Removes and returns the earliest live event if it is due at `limit_ns`
   // or earlier, advancing the queue's time to it.
   std::optional<Due> pop_due(int64_t limit_ns) {
-    skip_dead();
-    const Entry* e = peek();
-    if (e == nullptr || e->time_ns > limit_ns) return std::nullopt;
-    const Entry entry = take();
-    Slot& s = slots_[entry.slot];
-    BROOK_ASSERT(s.live);
-    BROOK_ASSERT_EQ(s.generation, entry.generation);
-    Due due{entry.time_ns, entry.sequence, s.tag, s.callback};
-    free_slot(entry.slot);
-    --live_;
-    BROOK_ASSERT_GE(entry.time_ns, now_ns_);
-    now_ns_ = entry.time_ns;
-    return due;
+    for (;;) {
+      const bool from_fifo = front_is_fifo();
+      const Entry* e = from_fifo ? &fifo_.front() : heap_.empty() ? nullptr : &heap_.front();
+      if (e == nullptr) return std::nullopt;
+      Slot& s = slots_[e->slot];
+      if (!s.live || s.generation != e->generation) [[unlikely]] {
+        const Entry dead = *e;
+        drop_front(from_fifo);
+        release_dead(dead);
+        continue;
+      }
+      if (e->time_ns > limit_ns) return std::nullopt;
+      BROOK_ASSERT_GE(e->time_ns, now_ns_);
+      Due due{e->time_ns, e->sequence, s.tag, s.callback};
+      const uint32_t slot = e->slot;
+      drop_front(from_fifo);
+      free_slot(slot);
+      --live_;
+      now_ns_ = due.time_ns;
+      return due;
+    }
   }
 
   // Moves the queue's notion of "now" forward (never back) without popping.
@@ -115,6 +122,36 @@ class EventQueue {
       return time_ns < o.time_ns || (time_ns == o.time_ns && sequence < o.sequence);
     }
   };
+  // A FIFO of entries in a power-of-two ring: no allocation once warm.
+  class Ring {
+   public:
+    bool empty() const { return head_ == tail_; }
+    size_t size() const { return tail_ - head_; }
+    const Entry& front() const { return items_[head_ & mask_]; }
+    const Entry& back() const { return items_[(tail_ - 1) & mask_]; }
+    void pop_front() { ++head_; }
+    void push_back(const Entry& e) {
+      if (size() == items_.size()) grow();
+      items_[tail_ & mask_] = e;
+      ++tail_;
+    }
+
+   private:
+    void grow() {
+      std::vector<Entry> bigger(items_.empty() ? 64 : items_.size() * 2);
+      const size_t n = size();
+      for (size_t i = 0; i < n; ++i) bigger[i] = items_[(head_ + i) & mask_];
+      items_.swap(bigger);
+      mask_ = items_.size() - 1;
+      head_ = 0;
+      tail_ = n;
+    }
+    std::vector<Entry> items_;
+    size_t mask_ = 0;
+    size_t head_ = 0;  // grows forever; positions are taken modulo the size
+    size_t tail_ = 0;
+  };
+
   struct Slot {
     Callback callback;
     uint32_t generation = 1;
@@ -161,24 +198,30 @@ class EventQueue {
     return s.live && s.generation == e.generation;
   }
 
+  // True when the earliest entry is the FIFO's front (REQUIRES: not both
+  // empty, or returns false with the heap empty).
+  bool front_is_fifo() const {
+    if (fifo_.empty()) return false;
+    return heap_.empty() || fifo_.front().before(heap_.front());
+  }
+
   const Entry* peek() const {
-    const Entry* h = heap_.empty() ? nullptr : &heap_.front();
-    const Entry* f = fifo_.empty() ? nullptr : &fifo_.front();
-    if (h == nullptr) return f;
-    if (f == nullptr) return h;
-    return f->before(*h) ? f : h;
+    if (front_is_fifo()) return &fifo_.front();
+    return heap_.empty() ? nullptr : &heap_.front();
+  }
+
+  void drop_front(bool from_fifo) {
+    if (from_fifo) {
+      fifo_.pop_front();
+    } else {
+      pop_heap_front();
+    }
   }
 
   Entry take() {
-    const Entry* h = heap_.empty() ? nullptr : &heap_.front();
-    const Entry* f = fifo_.empty() ? nullptr : &fifo_.front();
-    if (f != nullptr && (h == nullptr || f->before(*h))) {
-      Entry e = *f;
-      fifo_.pop_front();
-      return e;
-    }
-    Entry e = heap_.front();
-    pop_heap_front();
+    const bool from_fifo = front_is_fifo();
+    Entry e = from_fifo ? fifo_.front() : heap_.front();
+    drop_front(from_fifo);
     return e;
   }
 
@@ -213,15 +256,16 @@ class EventQueue {
     }
     heap_.swap(kept);
     for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
-    std::deque<Entry> fifo_kept;
-    for (const Entry& e : fifo_) {
+    const size_t fifo_size = fifo_.size();
+    for (size_t i = 0; i < fifo_size; ++i) {
+      const Entry e = fifo_.front();
+      fifo_.pop_front();
       if (entry_live(e)) {
-        fifo_kept.push_back(e);
+        fifo_.push_back(e);
       } else {
         release_dead(e);
       }
     }
-    fifo_.swap(fifo_kept);
   }
 
   void sift_up(size_t i) {
@@ -258,7 +302,7 @@ class EventQueue {
   int64_t now_ns_ = 0;
   uint64_t next_sequence_ = 0;
   std::vector<Entry> heap_;
-  std::deque<Entry> fifo_;
+  Ring fifo_;
   std::vector<Slot> slots_;
   uint32_t free_head_ = kNoSlot;
   size_t live_ = 0;

@@ -94,6 +94,28 @@ TEST_F(LoopTimers, IdleLoopDoesNotSpin) {
   EXPECT_LT(process_cpu_ns() - cpu_before, 30'000'000);
 }
 
+Task<void> yield_forever(int64_t* count) {
+  for (;;) {
+    ++*count;
+    co_await yield_now();
+  }
+}
+
+// A task that yields in a loop cannot starve a timer that falls due: posts
+// are stamped with the turn's time, so the due timer sorts before them.
+TEST_F(LoopTimers, YieldingTaskDoesNotStarveTimers) {
+  int64_t yields = 0;
+  bool fired = false;
+  TaskScope scope(*loop_);
+  scope.spawn(yield_forever(&yields));
+  loop_->call_at(loop_->now() + 5ms,
+                 Callback{[](void* f) { *static_cast<bool*>(f) = true; }, &fired});
+  // The yield bound turns starvation into a failure instead of a hang.
+  loop_->run_until([&] { return fired || yields > 10'000'000; });
+  EXPECT_TRUE(fired) << "the timer starved behind " << yields << " yields";
+  EXPECT_GT(yields, 0);
+}
+
 Task<Duration> sleep_and_measure(const Clock* clock, Duration d) {
   const Instant start = clock->now();
   co_await clock->sleep_for(d);
