@@ -1,9 +1,14 @@
 // io/task.h
 //
 // Task<T>: a lazy, move-only coroutine. It does not start until awaited, so
-// the awaiter owns it and nothing runs unowned; completion resumes the awaiter
-// by symmetric transfer, so long chains of synchronous completions do not grow
-// the stack. Destroying a Task destroys its coroutine frame and, through the
+// the awaiter owns it and nothing runs unowned. The awaiter runs the task's
+// first slice inline: a task that completes there lets the awaiter go on at
+// once, so long loops of synchronous completions do not grow the stack (this
+// does not depend on the compiler turning symmetric transfer into a tail
+// call, which sanitizer builds do not); a task that suspended resumes its
+// awaiter by symmetric transfer when it finishes.
+//
+// Destroying a Task destroys its coroutine frame and, through the
 // frame's locals, every task it is awaiting: this is how cancellation unwinds
 // a whole task tree (see io/scope.h).
 //
@@ -31,6 +36,11 @@ class Task;
 struct PromiseBase {
   std::coroutine_handle<> continuation;
   Executor* executor = nullptr;
+  // Set while the awaiter runs the task's first slice inline (inside its
+  // await_suspend); a task that completes during that slice only records it,
+  // and the awaiter continues without suspending.
+  bool running_inline = false;
+  bool completed_inline = false;
 };
 
 namespace detail {
@@ -39,7 +49,14 @@ struct FinalAwaiter {
   bool await_ready() const noexcept { return false; }
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
-    std::coroutine_handle<> next = h.promise().continuation;
+    PromiseBase& p = h.promise();
+    if (p.running_inline) {
+      // Completed synchronously: return into the awaiter's await_suspend,
+      // which continues the awaiting task without growing the stack.
+      p.completed_inline = true;
+      return std::noop_coroutine();
+    }
+    std::coroutine_handle<> next = p.continuation;
     return next ? next : std::noop_coroutine();
   }
   void await_resume() const noexcept {}
@@ -112,11 +129,20 @@ class [[nodiscard]] Task {
    public:
     explicit Awaiter(Handle h) : h_(h) {}
     bool await_ready() const noexcept { return false; }
+    // Runs the task's first slice inline. If it completes there, the caller
+    // goes on without suspending (so a loop of synchronous completions never
+    // deepens the stack, with or without tail calls, e.g. under ASan);
+    // otherwise the task resumes the caller when it finishes.
     template <typename P>
-    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
-      h_.promise().continuation = caller;
-      h_.promise().executor = detail::executor_of(caller);
-      return h_;
+    bool await_suspend(std::coroutine_handle<P> caller) noexcept {
+      PromiseBase& p = h_.promise();
+      p.continuation = caller;
+      p.executor = detail::executor_of(caller);
+      p.running_inline = true;
+      h_.resume();
+      if (p.completed_inline) return false;
+      p.running_inline = false;
+      return true;
     }
     T await_resume() {
       if constexpr (!std::is_void_v<T>) {
