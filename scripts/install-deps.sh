@@ -4,9 +4,9 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config python3
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev librapidcheck-dev
-  liburing-dev libzstd-dev libbenchmark-dev
+  liburing-dev libzstd-dev libbenchmark-dev zlib1g-dev libsnappy-dev liblz4-dev
 )
 
 missing=()

@@ -59,36 +59,6 @@ Uuid Reader::uuid() {
   return u;
 }
 
-uint32_t Reader::uvarint() {
-  uint32_t v = 0;
-  for (int shift = 0; shift < 35; shift += 7) {
-    if (pos_ >= end_) {
-      fail("truncated varint");
-      return 0;
-    }
-    const auto b = static_cast<uint8_t>(data_[pos_++]);
-    v |= static_cast<uint32_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-  }
-  fail("varint too long");
-  return 0;
-}
-
-uint64_t Reader::uvarlong() {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (pos_ >= end_) {
-      fail("truncated varlong");
-      return 0;
-    }
-    const auto b = static_cast<uint8_t>(data_[pos_++]);
-    v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return v;
-  }
-  fail("varlong too long");
-  return 0;
-}
-
 int32_t Reader::string_length(bool compact) {
   int64_t n;
   if (compact) {

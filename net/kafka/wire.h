@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "io/buffer.h"
+#include "net/codec/varint.h"
 
 namespace brook::net {
 
@@ -67,21 +68,10 @@ inline T byte_swap(T v) {
   }
 }
 
-inline size_t uvarint_size(uint32_t v) {
-  // 1 byte per started group of 7 bits; 0 takes 1 byte.
-  return static_cast<size_t>((38 - std::countl_zero(v | 1u)) / 7);
-}
-inline uint32_t zigzag32(int32_t v) {
-  return (static_cast<uint32_t>(v) << 1) ^ static_cast<uint32_t>(v >> 31);
-}
-inline uint64_t zigzag64(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-inline size_t uvarlong_size(uint64_t v) {
-  return static_cast<size_t>((70 - std::countl_zero(v | 1u)) / 7);
-}
-inline size_t varint_size(int32_t v) { return uvarint_size(zigzag32(v)); }
-inline size_t varlong_size(int64_t v) { return uvarlong_size(zigzag64(v)); }
+inline size_t uvarint_size(uint32_t v) { return codec::size_of_unsigned_varint(v); }
+inline size_t uvarlong_size(uint64_t v) { return codec::size_of_unsigned_varlong(v); }
+inline size_t varint_size(int32_t v) { return codec::size_of_varint(v); }
+inline size_t varlong_size(int64_t v) { return codec::size_of_varlong(v); }
 
 // Size of a length-prefixed run of `n` bytes (or a null when n < 0).
 inline size_t string_size(int64_t n, bool compact) {
@@ -125,16 +115,28 @@ class Reader {
   bool boolean() { return u8() != 0; }
   Uuid uuid();
 
-  uint32_t uvarint();
-  uint64_t uvarlong();
-  int32_t varint() {
-    const uint32_t v = uvarint();
-    return static_cast<int32_t>((v >> 1) ^ (~(v & 1) + 1));
+  uint32_t uvarint() {
+    uint32_t v = 0;
+    const size_t n = codec::read_unsigned_varint({data_ + pos_, end_ - pos_}, &v);
+    if (n == 0) [[unlikely]] {
+      fail("malformed or truncated varint");
+      return 0;
+    }
+    pos_ += n;
+    return v;
   }
-  int64_t varlong() {
-    const uint64_t v = uvarlong();
-    return static_cast<int64_t>((v >> 1) ^ (~(v & 1) + 1));
+  uint64_t uvarlong() {
+    uint64_t v = 0;
+    const size_t n = codec::read_unsigned_varlong({data_ + pos_, end_ - pos_}, &v);
+    if (n == 0) [[unlikely]] {
+      fail("malformed or truncated varlong");
+      return 0;
+    }
+    pos_ += n;
+    return v;
   }
+  int32_t varint() { return codec::zigzag_decode32(uvarint()); }
+  int64_t varlong() { return codec::zigzag_decode64(uvarlong()); }
 
   // Length prefixes. Each returns -1 for null, and fails (returning -1) if
   // the length is negative other than -1 or exceeds the bytes left.
@@ -196,22 +198,10 @@ class Writer {
   void f64(double v) { fixed(std::bit_cast<uint64_t>(v)); }
   void boolean(bool v) { u8(v ? 1 : 0); }
   void uuid(const Uuid& v) { raw(v.bytes.data(), v.bytes.size()); }
-  void uvarint(uint32_t v) {
-    while (v >= 0x80) {
-      *p_++ = static_cast<std::byte>(v | 0x80);
-      v >>= 7;
-    }
-    *p_++ = static_cast<std::byte>(v);
-  }
-  void uvarlong(uint64_t v) {
-    while (v >= 0x80) {
-      *p_++ = static_cast<std::byte>(v | 0x80);
-      v >>= 7;
-    }
-    *p_++ = static_cast<std::byte>(v);
-  }
-  void varint(int32_t v) { uvarint(zigzag32(v)); }
-  void varlong(int64_t v) { uvarlong(zigzag64(v)); }
+  void uvarint(uint32_t v) { p_ += codec::encode_unsigned_varint(v, p_); }
+  void uvarlong(uint64_t v) { p_ += codec::encode_unsigned_varlong(v, p_); }
+  void varint(int32_t v) { p_ += codec::encode_varint(v, p_); }
+  void varlong(int64_t v) { p_ += codec::encode_varlong(v, p_); }
   void raw(const void* data, size_t n) {
     if (n == 0) return;
     std::memcpy(p_, data, n);
