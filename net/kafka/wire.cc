@@ -120,6 +120,7 @@ std::string Reader::string_body(int32_t n) {
   if (n <= 0) return {};
   std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
   pos_ += static_cast<size_t>(n);
+  copied_ += static_cast<size_t>(n);
   return s;
 }
 

@@ -100,6 +100,9 @@ class Reader {
   size_t position() const { return pos_; }
   size_t remaining() const { return end_ - pos_; }
   const io::Buffer& frame() const { return *frame_; }
+  // Payload bytes copied out of the frame so far (strings); bytes and
+  // records fields are slices and copy nothing.
+  size_t bytes_copied() const { return copied_; }
   // Records the first failure; later reads yield zeros.
   void fail(const char* what);
   void fail_field(const char* what, const char* field);
@@ -178,6 +181,7 @@ class Reader {
   const std::byte* data_;
   size_t pos_;
   size_t end_;
+  size_t copied_ = 0;
   const char* error_ = nullptr;
   const char* error_field_ = nullptr;
   size_t error_pos_ = 0;
