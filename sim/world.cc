@@ -65,29 +65,36 @@ NodeClock::NodeClock(const World* world, const NodeOptions& options, int64_t wal
       wall_epoch_ns + options.wall_offset.count() + base_global_ns_ - base_local_ns_;
 }
 
-int64_t NodeClock::local_at(int64_t global_ns) const {
+namespace {
+// |d| at most this keeps d * ppm (|ppm| <= kDriftPpmMax) and d * 1e6 in 64 bits.
+constexpr int64_t kDriftSkewExactMax = std::numeric_limits<int64_t>::max() / kPpmDenominator;
+}  // namespace
+
+int64_t NodeClock::local_at_drifting(int64_t global_ns) const {
   const int64_t d = global_ns - base_global_ns_;
-  if (drift_ppm_ == 0) return base_local_ns_ + d;
-  const auto skew = static_cast<int64_t>(static_cast<__int128>(d) * drift_ppm_ / kPpmDenominator);
+  // Truncates toward zero either way: the 64-bit path gives the same value.
+  const int64_t skew = d <= kDriftSkewExactMax && d >= -kDriftSkewExactMax
+                           ? d * drift_ppm_ / kPpmDenominator
+                           : static_cast<int64_t>(static_cast<__int128>(d) * drift_ppm_ /
+                                                  kPpmDenominator);
   return base_local_ns_ + d + skew;
 }
 
-int64_t NodeClock::global_for(int64_t local_ns) const {
-  const int64_t now = world_->now_ns();
+int64_t NodeClock::global_for_drifting(int64_t local_ns, int64_t now) const {
   if (local_ns <= local_at(now)) return now;
   const int64_t d_local = local_ns - base_local_ns_;
-  if (drift_ppm_ == 0) return base_global_ns_ + d_local;
-  int64_t g =
-      base_global_ns_ + static_cast<int64_t>(static_cast<__int128>(d_local) * kPpmDenominator /
-                                             (kPpmDenominator + drift_ppm_));
+  const int64_t rate = kPpmDenominator + drift_ppm_;
+  const int64_t estimate =
+      d_local <= kDriftSkewExactMax && d_local >= -kDriftSkewExactMax
+          ? d_local * kPpmDenominator / rate
+          : static_cast<int64_t>(static_cast<__int128>(d_local) * kPpmDenominator / rate);
+  int64_t g = base_global_ns_ + estimate;
   if (g < now) g = now;
   // Integer rounding leaves g within a step or two of the answer.
   while (local_at(g) < local_ns) ++g;
   while (g > now && local_at(g - 1) >= local_ns) --g;
   return g;
 }
-
-io::Instant NodeClock::now() const { return io::instant_from_ns(local_at(world_->now_ns())); }
 
 io::WallTime NodeClock::wall_now() const {
   return io::WallTime(io::Duration(local_at(world_->now_ns()) + wall_minus_local_ns_));
@@ -109,6 +116,14 @@ io::EventId NodeExecutor::post(io::Callback cb) {
 }
 
 io::EventId NodeExecutor::call_at(io::Instant deadline, io::Callback cb) {
+  // The drift-free conversion is inline; with drift, one call away.
+  if (node_->clock().drifting()) [[unlikely]] return call_at_drifting(deadline, cb);
+  const int64_t at = node_->clock().global_for(io::to_ns(deadline));
+  return world_->queue_.schedule(at, cb, node_->tag(TraceKind::kTimer));
+}
+
+[[gnu::noinline]] io::EventId NodeExecutor::call_at_drifting(io::Instant deadline,
+                                                             io::Callback cb) {
   const int64_t at = node_->clock().global_for(io::to_ns(deadline));
   return world_->queue_.schedule(at, cb, node_->tag(TraceKind::kTimer));
 }
@@ -188,6 +203,7 @@ void Node::crash_now() {
   // Events of the dead incarnation that nobody cancelled are dropped.
   ++incarnation_;
   BROOK_ASSERT_LE(incarnation_, kIncarnationsMax);
+  world_->incarnations_[static_cast<size_t>(index_)] = incarnation_;
   tag_base_ = static_cast<uint32_t>(index_) | (incarnation_ << kTagIncarnationShift);
   ++crashes_;
   main_done_ = false;
@@ -276,17 +292,11 @@ Node& World::add_node(const NodeOptions& options) {
   const uint64_t disk_seed = random_.next_u64();
   fabric_.add_node(index, host_of(index));
   nodes_.push_back(std::make_unique<Node>(this, index, random_seed, disk_seed, options));
+  incarnations_.push_back(nodes_.back()->incarnation_);
   return *nodes_.back();
 }
 
-bool World::node_event_live(uint32_t tag) const {
-  const uint32_t incarnation = tag >> Node::kTagIncarnationShift;
-  if (incarnation == 0) return true;  // fabric and world events
-  const Node& node = *nodes_[tag & Node::kTagNodeMask];
-  return incarnation == node.incarnation_;
-}
-
-void World::run_event(const io::EventQueue::Due& due) {
+[[gnu::always_inline]] inline void World::run_event(const io::EventQueue::Due& due) {
   if (!node_event_live(due.tag)) [[unlikely]] {
     ++events_dropped_;
     return;
@@ -298,9 +308,9 @@ void World::run_event(const io::EventQueue::Due& due) {
     options_.trace->write(TraceRecord{
         due.time_ns, due.sequence, node == kWorldNode ? -1 : static_cast<int32_t>(node), kind, {}});
   }
-  current_node_ = node == kWorldNode ? -1 : static_cast<int>(node);
+  current_node_ = node;
   due.callback();
-  current_node_ = -1;
+  current_node_ = kWorldNode;
   ++events_run_;
 }
 

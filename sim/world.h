@@ -89,6 +89,8 @@ struct NodeOptions {
 // The node's clocks: local = base_local + d + d * drift_ppm / 1e6 with
 // d = global - base_global. Drift changes only between incarnations (a
 // pending timer was placed with the old rate), so timers never fire early.
+// Without drift both conversions are one addition (the common case, kept
+// inline); with drift they stay in 64-bit arithmetic while the products fit.
 class NodeClock final : public io::Clock {
  public:
   NodeClock(const World* world, const NodeOptions& options, int64_t wall_epoch_ns);
@@ -97,9 +99,13 @@ class NodeClock final : public io::Clock {
   io::WallTime wall_now() const override;
 
   // Local monotonic time at a global virtual time (global >= base).
-  int64_t local_at(int64_t global_ns) const;
+  int64_t local_at(int64_t global_ns) const {
+    if (drift_ppm_ == 0) [[likely]] return base_local_ns_ + (global_ns - base_global_ns_);
+    return local_at_drifting(global_ns);
+  }
   // The earliest global time at which the local clock reads >= local_ns.
   int64_t global_for(int64_t local_ns) const;
+  bool drifting() const { return drift_ppm_ != 0; }
 
   // REQUIRES: no task of the node is alive (the node is crashed or not
   // started). Continues the monotonic clock from the current reading.
@@ -109,6 +115,9 @@ class NodeClock final : public io::Clock {
   void jump_wall(io::Duration delta) { wall_minus_local_ns_ += delta.count(); }
 
  private:
+  int64_t local_at_drifting(int64_t global_ns) const;
+  int64_t global_for_drifting(int64_t local_ns, int64_t now) const;
+
   const World* world_;
   int64_t base_global_ns_ = 0;
   int64_t base_local_ns_ = 0;
@@ -132,6 +141,8 @@ class NodeExecutor final : public io::Executor {
   Node& node() const { return *node_; }
 
  private:
+  io::EventId call_at_drifting(io::Instant deadline, io::Callback cb);
+
   World* world_;
   Node* node_;
 };
@@ -287,7 +298,11 @@ class World {
   struct Pending;  // a world-level callback
 
   void run_event(const io::EventQueue::Due& due);
-  bool node_event_live(uint32_t tag) const;
+  bool node_event_live(uint32_t tag) const {
+    const uint32_t incarnation = tag >> Node::kTagIncarnationShift;
+    return incarnation == 0 ||  // fabric and world events
+           incarnation == incarnations_[tag & Node::kTagNodeMask];
+  }
   // A network step at a global time; never dropped by the incarnation check
   // (the fabric cancels its own events). `node` labels the trace record.
   io::EventId schedule_fabric(int64_t at_ns, int node, io::Callback cb);
@@ -295,7 +310,9 @@ class World {
   void cancel_event(io::EventId id) { queue_.cancel(id); }
   class RunScope;
   io::EventQueue& queue() { return queue_; }
-  int current_node() const { return current_node_; }
+  int current_node() const {
+    return current_node_ == Node::kTagNodeMask ? -1 : static_cast<int>(current_node_);
+  }
 
   uint64_t seed_;
   WorldOptions options_;
@@ -307,12 +324,26 @@ class World {
   BuggifyState buggify_;
   NetworkFabric fabric_;
   std::vector<std::unique_ptr<Node>> nodes_;
+  // Each node's current incarnation, by index: the liveness check of every
+  // event reads it.
+  std::vector<uint32_t> incarnations_;
   std::map<io::EventId, std::unique_ptr<Pending>> pending_;
   uint64_t records_ = 0;
   uint64_t events_run_ = 0;
   uint64_t events_dropped_ = 0;
-  int current_node_ = -1;
+  uint32_t current_node_ = Node::kTagNodeMask;  // the running event's tag node field
 };
+
+inline int64_t NodeClock::global_for(int64_t local_ns) const {
+  const int64_t now = world_->now_ns();
+  if (drift_ppm_ != 0) [[unlikely]] return global_for_drifting(local_ns, now);
+  const int64_t g = base_global_ns_ + (local_ns - base_local_ns_);
+  return g < now ? now : g;
+}
+
+inline io::Instant NodeClock::now() const {
+  return io::instant_from_ns(local_at(world_->now_ns()));
+}
 
 // The replay command for a scenario and seed: "brook sim --seed N" plus
 // "--scenario NAME" when the scenario is not the default.
