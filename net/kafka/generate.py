@@ -403,7 +403,11 @@ class Emitter:
                 out.append(f"{ind}  if (r.ok() && !({nullable_c})) r.fail_field(\"null struct\", {qname});")
                 out.append(f"{ind}  {x}.reset();")
                 out.append(f"{ind}}} else {{")
-                out.append(f"{ind}  {x}.emplace().read(r, v);")
+                # emplace(T{}), not emplace(): clang decides whether a nested
+                # struct with member initialisers is default-constructible
+                # while the enclosing message is still incomplete (no), and
+                # std::optional<T> keeps that answer.
+                out.append(f"{ind}  {x}.emplace({self.msg.name}::{f.struct_name}{{}}).read(r, v);")
                 out.append(f"{ind}}}")
                 return
             fn = {"string": "nullable_string", "bytes": "nullable_bytes", "records": "nullable_bytes"}[e]
@@ -676,7 +680,8 @@ class Emitter:
                 body.append(f"{ind}if ({test}) {{")
                 body.append(f"{ind}  {x}.reset();")
                 body.append(f"{ind}}} else {{")
-                body.append(f"{ind}  auto& y = {x}.emplace();")
+                made = f"{self.msg.name}::{f.struct_name}{{}}" if f.is_struct and not f.is_array else ""
+                body.append(f"{ind}  auto& y = {x}.emplace({made});")  # see read_value
                 self.random_value(f, "y", body, ind + "  ")
                 body.append(f"{ind}}}")
             else:
