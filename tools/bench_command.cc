@@ -126,14 +126,13 @@ struct Options {
 
 std::optional<Options> parse_options(Args args) {
   Options out;
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < args.size(); i += 2) {
     if (!args[i].starts_with("--") || i + 1 == args.size()) {
       std::fprintf(stderr, "brook bench: bad argument '%.*s'\n", static_cast<int>(args[i].size()),
                    args[i].data());
       return std::nullopt;
     }
     out.values[std::string(args[i].substr(2))] = std::string(args[i + 1]);
-    ++i;
   }
   return out;
 }

@@ -120,8 +120,10 @@ def main(argv):
                 continue
             with open(os.path.join(src, name)) as f:
                 doc = json.loads(strip_comments(f.read()))
-            with open(os.path.join(out_dir, group, name), "w") as f:
-                f.write(dump(convert(doc)) + "\n")
+            converted = convert(doc)
+            # Named after the message (a few of Kafka's files are not).
+            with open(os.path.join(out_dir, group, converted["name"] + ".json"), "w") as f:
+                f.write(dump(converted) + "\n")
 
 
 if __name__ == "__main__":

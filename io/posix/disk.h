@@ -61,7 +61,7 @@ class Disk final : public io::Disk {
   absl::Status sync_dir_now(const std::string& dir);
   absl::Status root_status() const;
 
-  Loop* loop_;  // kept for the shape shared with io/uring; calls here block
+  [[maybe_unused]] Loop* loop_;  // the shape shared with io/uring; calls here block
   std::string root_;
   int root_fd_ = -1;
   int root_errno_ = 0;

@@ -52,7 +52,9 @@ M body(const std::string& name) {
 
 TEST(Golden, EveryCaptureDecodesAndReencodesIdentically) {
   ASSERT_GE(golden().size(), 50u);
-  for (const auto& [name, frame] : golden()) {
+  for (const auto& entry : golden()) {
+    const std::string& name = entry.first;
+    const io::Buffer& frame = entry.second;
     auto parsed = parse_request(frame);
     ASSERT_TRUE(parsed.ok()) << name << ": " << parsed.status();
     const RequestHeader& h = parsed->frame.header;
