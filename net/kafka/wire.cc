@@ -59,62 +59,45 @@ Uuid Reader::uuid() {
   return u;
 }
 
-int32_t Reader::string_length(bool compact) {
+namespace {
+
+// A length prefix: an unsigned varint holding length + 1 when compact, else
+// a signed int16 or int32. -1 is null; anything else negative, or longer
+// than the bytes left, fails the read (and yields -1).
+struct LengthKind {
+  bool wide;  // int32 when not compact (bytes, arrays), else int16 (strings)
+  const char* negative;
+  const char* too_long;
+};
+
+int32_t read_length(Reader& r, bool compact, const LengthKind& kind) {
   int64_t n;
   if (compact) {
-    n = static_cast<int64_t>(uvarint()) - 1;
+    n = static_cast<int64_t>(r.uvarint()) - 1;
   } else {
-    n = i16();
+    n = kind.wide ? r.i32() : r.i16();
   }
-  if (!ok()) return -1;
+  if (!r.ok()) return -1;
   if (n < -1) {
-    fail("negative string length");
+    r.fail(kind.negative);
     return -1;
   }
-  if (n > static_cast<int64_t>(remaining())) {
-    fail("string length exceeds the frame");
+  if (n > static_cast<int64_t>(r.remaining())) {
+    r.fail(kind.too_long);
     return -1;
   }
   return static_cast<int32_t>(n);
 }
 
-int32_t Reader::bytes_length(bool compact) {
-  int64_t n;
-  if (compact) {
-    n = static_cast<int64_t>(uvarint()) - 1;
-  } else {
-    n = i32();
-  }
-  if (!ok()) return -1;
-  if (n < -1) {
-    fail("negative length");
-    return -1;
-  }
-  if (n > static_cast<int64_t>(remaining())) {
-    fail("length exceeds the frame");
-    return -1;
-  }
-  return static_cast<int32_t>(n);
-}
+constexpr LengthKind kString{false, "negative string length", "string length exceeds the frame"};
+constexpr LengthKind kBytes{true, "negative length", "length exceeds the frame"};
+constexpr LengthKind kArray{true, "negative array length", "array length exceeds the frame"};
 
-int32_t Reader::array_length(bool compact) {
-  int64_t n;
-  if (compact) {
-    n = static_cast<int64_t>(uvarint()) - 1;
-  } else {
-    n = i32();
-  }
-  if (!ok()) return -1;
-  if (n < -1) {
-    fail("negative array length");
-    return -1;
-  }
-  if (n > static_cast<int64_t>(remaining())) {
-    fail("array length exceeds the frame");
-    return -1;
-  }
-  return static_cast<int32_t>(n);
-}
+}  // namespace
+
+int32_t Reader::string_length(bool compact) { return read_length(*this, compact, kString); }
+int32_t Reader::bytes_length(bool compact) { return read_length(*this, compact, kBytes); }
+int32_t Reader::array_length(bool compact) { return read_length(*this, compact, kArray); }
 
 std::string Reader::string_body(int32_t n) {
   if (n <= 0) return {};
