@@ -21,6 +21,7 @@
 #include "io/clock.h"
 #include "io/scope.h"
 #include "io/when.h"
+#include "sim/test_executor.h"
 
 namespace brook::sim {
 namespace {
@@ -28,57 +29,6 @@ namespace {
 using namespace std::chrono_literals;
 using absl::StatusCode;
 using io::OpenMode;
-
-// FIFO posts plus timers ordered by (deadline, sequence), on a virtual clock.
-class TestExecutor final : public io::Executor {
- public:
-  io::EventId post(io::Callback cb) override { return call_at(now_, cb); }
-  io::EventId call_at(io::Instant deadline, io::Callback cb) override {
-    const io::EventId id = ++next_id_;
-    events_.emplace(std::pair{std::max(deadline, now_), id}, cb);
-    return id;
-  }
-  void cancel(io::EventId id) override {
-    for (auto it = events_.begin(); it != events_.end(); ++it) {
-      if (it->first.second == id) {
-        events_.erase(it);
-        return;
-      }
-    }
-  }
-  io::Instant now() const override { return now_; }
-
-  void run() { run_until(io::Instant::max()); }
-  // Runs every event due at or before `limit`.
-  void run_until(io::Instant limit) {
-    while (!events_.empty() && events_.begin()->first.first <= limit) {
-      auto it = events_.begin();
-      now_ = it->first.first;
-      const io::Callback cb = it->second;
-      events_.erase(it);
-      cb();
-    }
-  }
-
- private:
-  io::Instant now_{};
-  io::EventId next_id_ = 0;
-  std::map<std::pair<io::Instant, io::EventId>, io::Callback> events_;
-};
-
-// Runs `task` to completion on `ex` and returns its result.
-template <typename T>
-T run(TestExecutor& ex, io::Task<T> task) {
-  std::optional<io::detail::ResultOf<T>> result;
-  {
-    io::TaskScope scope(ex);
-    scope.spawn(io::detail::store_into(std::move(task), &result));
-    ex.run();
-    EXPECT_TRUE(scope.empty());
-  }
-  BROOK_ASSERT(result.has_value());
-  if constexpr (!std::is_void_v<T>) return std::move(*result);
-}
 
 io::BufferChain bytes_of(std::string_view text) {
   return io::BufferChain(io::Buffer::copy_of(text));
