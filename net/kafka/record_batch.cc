@@ -15,32 +15,14 @@
 
 #include "io/assert.h"
 #include "net/codec/crc32c.h"
+#include "net/codec/endian.h"
 #include "net/codec/varint.h"
 
 namespace brook::net {
 namespace {
 
-// --- big-endian fixed-width fields --------------------------------------
-
-template <typename T>
-T load_be(std::span<const std::byte> bytes, size_t offset) {
-  using U = std::make_unsigned_t<T>;
-  U v = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) {
-    v = static_cast<U>((v << 8) | static_cast<U>(std::to_integer<uint8_t>(bytes[offset + i])));
-  }
-  return static_cast<T>(v);
-}
-
-template <typename T>
-void store_be(std::byte* out, T value) {
-  using U = std::make_unsigned_t<T>;
-  auto v = static_cast<U>(value);
-  for (size_t i = sizeof(T); i > 0; --i) {
-    out[i - 1] = static_cast<std::byte>(v & 0xff);
-    v = static_cast<U>(v >> 8);
-  }
-}
+using codec::load_be;
+using codec::store_be;
 
 int64_t wrapping_add(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));

@@ -1,0 +1,789 @@
+// storage/log.cc
+#include "storage/log.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "fmt/format.h"
+#include "io/assert.h"
+#include "io/status.h"
+#include "net/codec/endian.h"
+#include "net/kafka/record_batch.h"
+
+namespace brook::storage {
+namespace {
+
+// Decompressed records of one batch beyond this are refused while
+// validating (a zip bomb, not a batch).
+constexpr size_t kValidationDecompressedBytesMax = size_t{256} << 20;
+
+struct Rejection {
+  net::Error error;
+  std::string message;
+};
+
+Rejection rejection_for(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kResourceExhausted:
+      return {net::Error::kMessageTooLarge, std::string(s.message())};
+    case absl::StatusCode::kUnimplemented:
+      return {net::Error::kUnsupportedForMessageFormat, std::string(s.message())};
+    default:
+      return {net::Error::kCorruptMessage, std::string(s.message())};
+  }
+}
+
+// The commit/abort marker of a control batch, if it is one.
+absl::StatusOr<std::optional<EndTxnMarkerInfo>> marker_of(const net::BatchView& batch) {
+  if (!batch.header.is_control()) return std::nullopt;
+  ASSIGN_OR_RETURN(std::vector<net::Record> records,
+                   net::decode_records(batch.bytes, kValidationDecompressedBytesMax));
+  if (records.empty() || !records[0].key.has_value()) return std::nullopt;
+  ASSIGN_OR_RETURN(net::ControlRecordKey key, net::decode_control_record_key(records[0].key->span()));
+  if (key.type != net::ControlRecordType::kCommit && key.type != net::ControlRecordType::kAbort) {
+    return std::nullopt;
+  }
+  if (!records[0].value.has_value()) return absl::DataLossError("transaction marker without a value");
+  ASSIGN_OR_RETURN(net::EndTxnMarker marker, net::decode_end_txn_marker(records[0].value->span()));
+  return EndTxnMarkerInfo{key.type, marker.coordinator_epoch};
+}
+
+}  // namespace
+
+Log::Log(io::Disk& disk, const io::Clock& clock, LogOptions options)
+    : disk_(&disk),
+      clock_(&clock),
+      dir_(std::move(options.dir)),
+      config_(options.config),
+      log_start_offset_(options.log_start_offset),
+      high_watermark_(options.high_watermark),
+      recovery_point_(options.recovery_point),
+      producers_(ProducerStateConfig{options.config.producer_id_expiration_ms}) {}
+
+Log::~Log() = default;
+
+int64_t Log::now_ms() const { return io::to_ms(clock_->wall_now()); }
+
+absl::Status Log::fail(absl::Status status) {
+  BROOK_ASSERT(!status.ok());
+  if (failure_.ok()) {
+    failure_ = absl::Status(status.code(),
+                            fmt::format("log {} is offline: {}", dir_, std::string(status.message())));
+  }
+  return failure_;
+}
+
+io::Task<absl::StatusOr<std::unique_ptr<Log>>> Log::open(io::Disk& disk, const io::Clock& clock,
+                                                        LogOptions options) {
+  std::unique_ptr<Log> log(new Log(disk, clock, std::move(options)));
+  CO_RETURN_IF_ERROR(co_await log->load());
+  co_return log;
+}
+
+// --- loading and recovery ----------------------------------------------------
+
+io::Task<absl::Status> Log::load() {
+  CO_RETURN_IF_ERROR(co_await disk_->make_dir(dir_));
+  CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await disk_->list(dir_));
+  std::vector<int64_t> bases;
+  for (const std::string& name : names) {
+    if (std::optional<int64_t> base = parse_offset_file_name(name, kLogSuffix)) {
+      bases.push_back(*base);
+    } else if (name.ends_with(".tmp")) {
+      CO_RETURN_IF_ERROR(co_await disk_->remove(join_path(dir_, name)));
+      dir_dirty_ = true;
+    }
+  }
+  std::sort(bases.begin(), bases.end());
+  CO_RETURN_IF_ERROR(co_await load_segments(bases));
+  if (segments_.empty()) {
+    const int64_t start = std::max<int64_t>(log_start_offset_, 0);
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<Segment> segment,
+                        co_await Segment::create(*disk_, dir_, start, config_, now_ms()));
+    segments_.emplace(start, std::move(segment));
+    dir_dirty_ = true;
+  }
+  log_end_offset_ = active().next_offset();
+  log_start_offset_ = std::clamp(log_start_offset_, segments_.begin()->first, log_end_offset_);
+  recovery_point_ = log_end_offset_;
+  high_watermark_ = std::clamp(high_watermark_, log_start_offset_, log_end_offset_);
+  if (dir_dirty_) {
+    CO_RETURN_IF_ERROR(co_await disk_->sync_dir(dir_));
+    dir_dirty_ = false;
+  }
+  CO_RETURN_IF_ERROR(co_await rebuild_producer_state());
+  last_flush_ = clock_->now();
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::load_segments(const std::vector<int64_t>& bases) {
+  const int64_t now = now_ms();
+  bool recovering = false;
+  for (size_t i = 0; i < bases.size(); ++i) {
+    const int64_t base = bases[i];
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<Segment> segment,
+                        co_await Segment::open(*disk_, dir_, base, config_, now));
+    const bool trusted = !recovering && i + 1 < bases.size() && bases[i + 1] <= recovery_point_;
+    if (trusted) {
+      absl::Status loaded = co_await segment->load_indexes();
+      if (loaded.ok()) {
+        segment->set_next_offset(bases[i + 1]);
+        segments_.emplace(base, std::move(segment));
+        continue;
+      }
+      if (loaded.code() != absl::StatusCode::kDataLoss) co_return loaded;
+    }
+    recovering = true;
+    if (!segments_.empty() && base < segments_.rbegin()->second->next_offset()) {
+      // Overlaps the segment before it: not a segment this log wrote.
+      CO_RETURN_IF_ERROR(co_await segment->remove_files());
+      dir_dirty_ = true;
+      continue;
+    }
+    CO_ASSIGN_OR_RETURN(RecoverResult recovered, co_await segment->recover(nullptr));
+    dir_dirty_ = true;
+    CO_RETURN_IF_ERROR(co_await segment->sync());
+    segments_.emplace(base, std::move(segment));
+    if (recovered.truncated_bytes > 0) {
+      // Everything after a bad batch is after a hole: drop it.
+      for (size_t j = i + 1; j < bases.size(); ++j) {
+        CO_ASSIGN_OR_RETURN(std::unique_ptr<Segment> later,
+                            co_await Segment::open(*disk_, dir_, bases[j], config_, now));
+        CO_RETURN_IF_ERROR(co_await later->remove_files());
+        dir_dirty_ = true;
+      }
+      break;
+    }
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::replay_producer_state(int64_t from, int64_t to) {
+  for (auto it = segments_.begin(); it != segments_.end(); ++it) {
+    Segment& segment = *it->second;
+    if (segment.next_offset() <= from || segment.base_offset() >= to) continue;
+    CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> first, co_await segment.find_batch(from));
+    if (!first.has_value()) continue;
+    const uint64_t start = first->position;
+    SegmentScanner scanner(segment.file(), start, segment.size_bytes(),
+                           SegmentScanner::Mode::kWhole);
+    while (true) {
+      absl::StatusOr<std::optional<ScannedBatch>> next = co_await scanner.next();
+      if (!next.ok() && next.status().code() != absl::StatusCode::kInternal &&
+          next.status().code() != absl::StatusCode::kResourceExhausted) {
+        break;  // a bad tail: recovery has dealt with it, or will
+      }
+      CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, std::move(next));
+      if (!batch.has_value() || batch->header.base_offset >= to) break;
+      if (batch->header.last_offset() < from || batch->header.producer_id < 0) continue;
+      absl::StatusOr<std::optional<EndTxnMarkerInfo>> marker =
+          marker_of(net::BatchView{batch->header, batch->bytes});
+      ProducerAppend append = producers_.begin_append(AppendOrigin::kRecovery);
+      AddBatchResult added =
+          append.add_batch(batch->header, marker.ok() ? *marker : std::nullopt);
+      if (!added.ok()) continue;
+      producers_.commit(std::move(append));
+      producers_.update_map_end_offset(batch->header.next_offset());
+      if (added.completed.has_value()) producers_.complete_txn(*added.completed);
+    }
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::rebuild_producer_state() {
+  CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await disk_->list(dir_));
+  std::vector<int64_t> snapshots;
+  for (const std::string& name : names) {
+    if (std::optional<int64_t> offset = parse_offset_file_name(name, kSnapshotFileSuffix)) {
+      if (*offset > log_end_offset_) {
+        CO_RETURN_IF_ERROR(co_await disk_->remove(join_path(dir_, name)));
+        dir_dirty_ = true;
+      } else {
+        snapshots.push_back(*offset);
+      }
+    }
+  }
+  producers_.truncate_fully_and_start_at(log_start_offset_);
+  int64_t from = log_start_offset_;
+  // The newest snapshot that loads wins; older ones are fallbacks.
+  for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+    if (*it < log_start_offset_) break;
+    absl::StatusOr<io::Buffer> bytes = co_await read_snapshot_file(*disk_, dir_, *it);
+    if (!bytes.ok() && bytes.status().code() != absl::StatusCode::kNotFound &&
+        bytes.status().code() != absl::StatusCode::kDataLoss) {
+      co_return bytes.status();
+    }
+    if (bytes.ok() && producers_.load_snapshot(bytes->span(), *it).ok()) {
+      from = *it;
+      break;
+    }
+  }
+  CO_RETURN_IF_ERROR(co_await replay_producer_state(from, log_end_offset_));
+  producers_.update_map_end_offset(log_end_offset_);
+  producers_.truncate_head(log_start_offset_);
+  if (dir_dirty_) {
+    CO_RETURN_IF_ERROR(co_await disk_->sync_dir(dir_));
+    dir_dirty_ = false;
+  }
+  co_return absl::OkStatus();
+}
+
+// --- appends -----------------------------------------------------------------
+
+io::Task<absl::StatusOr<AppendResult>> Log::append_as_leader(io::Buffer records,
+                                                            int32_t leader_epoch,
+                                                            AppendOrigin origin) {
+  BROOK_ASSERT(origin == AppendOrigin::kClient || origin == AppendOrigin::kCoordinator);
+  absl::StatusOr<AppendResult> result;
+  {
+    auto lock = co_await append_mutex_.lock();
+    result = co_await append_locked(std::move(records), leader_epoch, origin);
+  }
+  if (result.ok() && result->ok() && !result->duplicate &&
+      config_.flush_mode == FlushMode::kBeforeAck) {
+    CO_RETURN_IF_ERROR(co_await flush(result->last_offset + 1));
+  }
+  co_return result;
+}
+
+io::Task<absl::StatusOr<AppendResult>> Log::append_as_follower(io::Buffer records) {
+  auto lock = co_await append_mutex_.lock();
+  co_return co_await append_locked(std::move(records), -1, AppendOrigin::kReplication);
+}
+
+namespace {
+
+// Per batch of an append, what validation learnt.
+struct ValidatedBatch {
+  net::BatchView view;
+  size_t position = 0;  // in the append's bytes
+  std::optional<EndTxnMarkerInfo> marker;
+  int64_t max_timestamp_ms = -1;
+};
+
+// Kafka's LogValidator checks for one client batch (message format v2).
+std::optional<Rejection> validate_client_batch(const net::BatchView& batch, const LogConfig& config,
+                                               AppendOrigin origin, int64_t now_ms,
+                                               std::vector<RecordError>* record_errors,
+                                               int32_t batch_index) {
+  const net::RecordBatchHeader& h = batch.header;
+  if (h.records_count <= 0) {
+    return Rejection{net::Error::kInvalidRecord, "a batch must hold at least one record"};
+  }
+  if (static_cast<int64_t>(h.last_offset_delta) + 1 != h.records_count) {
+    return Rejection{net::Error::kInvalidRecord,
+                     fmt::format("batch has {} records but last offset delta {}", h.records_count,
+                                 h.last_offset_delta)};
+  }
+  if (h.is_control() && origin == AppendOrigin::kClient) {
+    return Rejection{net::Error::kInvalidRecord, "clients may not write control records"};
+  }
+  if (h.producer_id >= 0 && h.base_sequence < 0 && !h.is_control()) {
+    return Rejection{net::Error::kInvalidRecord,
+                     fmt::format("invalid sequence number {} for producer {}", h.base_sequence,
+                                 h.producer_id)};
+  }
+  absl::StatusOr<std::vector<net::Record>> records =
+      net::decode_records(batch.bytes, kValidationDecompressedBytesMax);
+  if (!records.ok()) return rejection_for(records.status());
+  for (size_t i = 0; i < records->size(); ++i) {
+    const net::Record& r = (*records)[i];
+    if (r.offset_delta != static_cast<int32_t>(i)) {
+      record_errors->push_back({batch_index, static_cast<int32_t>(i), "record offset out of order"});
+      return Rejection{net::Error::kInvalidRecord,
+                       fmt::format("record {} has offset delta {}", i, r.offset_delta)};
+    }
+    if (config.cleanup_compact && !h.is_control() && !r.key.has_value()) {
+      record_errors->push_back(
+          {batch_index, static_cast<int32_t>(i), "compacted topic cannot accept message without key"});
+      return Rejection{net::Error::kInvalidRecord,
+                       "compacted topic cannot accept message without key"};
+    }
+    if (config.timestamp_type == net::TimestampType::kCreateTime) {
+      const int64_t ts = net::record_timestamp(h, r);
+      if ((config.timestamp_before_max_ms != kNoLimit && ts < now_ms - config.timestamp_before_max_ms) ||
+          (config.timestamp_after_max_ms != kNoLimit && ts > now_ms + config.timestamp_after_max_ms)) {
+        record_errors->push_back({batch_index, static_cast<int32_t>(i),
+                                  fmt::format("timestamp {} out of range", ts)});
+        return Rejection{net::Error::kInvalidTimestamp,
+                         fmt::format("timestamp {} of record {} is out of range", ts, i)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, int32_t leader_epoch,
+                                                          AppendOrigin origin) {
+  if (offline()) co_return failure_;
+  const bool leader = origin != AppendOrigin::kReplication;
+  AppendResult result;
+  result.log_start_offset = log_start_offset_;
+  const int64_t now = now_ms();
+
+  // 1. Parse and validate every batch.
+  std::vector<ValidatedBatch> batches;
+  {
+    net::BatchIterator it(records, {net::CrcCheck::kVerify, net::PartialBatch::kReject,
+                                    leader ? config_.max_message_bytes : SIZE_MAX});
+    while (true) {
+      const size_t position = it.position();
+      absl::StatusOr<std::optional<net::BatchView>> next = it.next();
+      if (!next.ok()) {
+        const Rejection r = rejection_for(next.status());
+        result.error = r.error;
+        result.error_message = r.message;
+        co_return result;
+      }
+      if (!next->has_value()) break;
+      ValidatedBatch batch{std::move(**next), position, std::nullopt, -1};
+      if (leader) {
+        if (std::optional<Rejection> r =
+                validate_client_batch(batch.view, config_, origin, now, &result.record_errors,
+                                      static_cast<int32_t>(batches.size()))) {
+          result.error = r->error;
+          result.error_message = r->message;
+          co_return result;
+        }
+      }
+      absl::StatusOr<std::optional<EndTxnMarkerInfo>> marker = marker_of(batch.view);
+      if (!marker.ok()) {
+        result.error = net::Error::kCorruptMessage;
+        result.error_message = std::string(marker.status().message());
+        co_return result;
+      }
+      batch.marker = *marker;
+      batches.push_back(std::move(batch));
+    }
+  }
+  if (batches.empty()) co_return result;
+
+  // 2. An idempotent producer's retry is answered with the first append.
+  if (origin == AppendOrigin::kClient) {
+    for (const ValidatedBatch& b : batches) {
+      if (b.view.header.producer_id < 0) continue;
+      if (std::optional<BatchMetadata> dup = producers_.find_duplicate(b.view.header)) {
+        result.duplicate = true;
+        result.first_offset = dup->first_offset();
+        result.last_offset = dup->last_offset;
+        result.max_timestamp_ms = dup->timestamp_ms;
+        co_return result;
+      }
+    }
+  }
+
+  // 3. Offsets. Leaders assign them (rewriting the batch headers in a copy);
+  // followers keep the leader's, which must follow the log end.
+  io::Buffer bytes = records;
+  int64_t next_offset = log_end_offset_;
+  const bool log_append_time = config_.timestamp_type == net::TimestampType::kLogAppendTime;
+  if (leader) {
+    io::Buffer copy = io::Buffer::allocate(records.size());
+    std::memcpy(copy.mutable_data(), records.data(), records.size());
+    std::byte* out = copy.mutable_data();
+    for (ValidatedBatch& b : batches) {
+      std::byte* batch_out = out + b.position;
+      net::RecordBatchHeader& h = b.view.header;
+      h.base_offset = next_offset;
+      h.partition_leader_epoch = leader_epoch;
+      codec::store_be<int64_t>(batch_out + net::kBatchBaseOffsetOffset, h.base_offset);
+      codec::store_be<int32_t>(batch_out + net::kBatchPartitionLeaderEpochOffset, leader_epoch);
+      if (log_append_time && !h.is_control()) {
+        h.attributes = static_cast<int16_t>(h.attributes | net::kBatchTimestampTypeBit);
+        h.max_timestamp = now;
+        codec::store_be<int16_t>(batch_out + net::kBatchAttributesOffset, h.attributes);
+        codec::store_be<int64_t>(batch_out + net::kBatchMaxTimestampOffset, h.max_timestamp);
+        h.crc = net::compute_batch_crc({batch_out, h.size_bytes()});
+        codec::store_be<uint32_t>(batch_out + net::kBatchCrcOffset, h.crc);
+      }
+      next_offset = h.next_offset();
+    }
+    bytes = std::move(copy);
+    for (ValidatedBatch& b : batches) b.view.bytes = bytes.slice(b.position, b.view.header.size_bytes());
+    if (log_append_time) result.log_append_time_ms = now;
+  } else {
+    for (const ValidatedBatch& b : batches) {
+      if (b.view.header.base_offset < next_offset) {
+        result.error = net::Error::kInvalidRecord;
+        result.error_message = fmt::format("batch at offset {} is below the log end offset {}",
+                                           b.view.header.base_offset, next_offset);
+        co_return result;
+      }
+      next_offset = b.view.header.next_offset();
+    }
+  }
+
+  // 4. Producer state: epochs, sequences, transactions.
+  ProducerAppend producer_append = producers_.begin_append(origin);
+  std::vector<CompletedTxn> completed;
+  for (const ValidatedBatch& b : batches) {
+    AddBatchResult added = producer_append.add_batch(b.view.header, b.marker);
+    if (!added.ok()) {
+      result.error = added.error;
+      result.error_message = std::move(added.message);
+      co_return result;
+    }
+    if (added.completed.has_value()) completed.push_back(*added.completed);
+  }
+
+  // 5. Roll when the active segment cannot take the batches, then write.
+  std::vector<BatchSummary> summaries;
+  summaries.reserve(batches.size());
+  int64_t max_timestamp = net::kNoTimestamp;
+  int64_t offset_of_max = -1;
+  for (const ValidatedBatch& b : batches) {
+    const net::RecordBatchHeader& h = b.view.header;
+    summaries.push_back({h.base_offset, h.last_offset(), h.max_timestamp,
+                         static_cast<uint32_t>(h.size_bytes())});
+    if (h.max_timestamp > max_timestamp) {
+      max_timestamp = h.max_timestamp;
+      offset_of_max = h.last_offset();
+    }
+    result.records += static_cast<uint64_t>(h.records_count);
+  }
+  const RollCheck check{bytes.size(), max_timestamp, next_offset - 1, now};
+  if (active().should_roll(config_, check) ||
+      next_offset - 1 - active().base_offset() > std::numeric_limits<int32_t>::max()) {
+    CO_RETURN_IF_ERROR(co_await roll_locked());
+  }
+  if (absl::Status s = co_await active().append(summaries, io::BufferChain(bytes)); !s.ok()) {
+    co_return fail(std::move(s));
+  }
+
+  // 6. The batches are in the log: publish them.
+  producers_.commit(std::move(producer_append));
+  log_end_offset_ = next_offset;
+  producers_.update_map_end_offset(log_end_offset_);
+  for (const CompletedTxn& txn : completed) producers_.complete_txn(txn);
+  unflushed_records_ += static_cast<int64_t>(result.records);
+
+  result.first_offset = batches.front().view.header.base_offset;
+  result.last_offset = next_offset - 1;
+  result.max_timestamp_ms = max_timestamp;
+  result.offset_of_max_timestamp = offset_of_max;
+  result.batches = static_cast<uint32_t>(batches.size());
+  result.bytes = bytes.size();
+  if (unflushed_records_ >= config_.flush_messages) {
+    CO_RETURN_IF_ERROR(co_await flush(log_end_offset_));
+  }
+  co_return result;
+}
+
+// --- segments: roll, flush, truncation, deletion -----------------------------
+
+io::Task<absl::Status> Log::roll() {
+  auto lock = co_await append_mutex_.lock();
+  co_return co_await roll_locked();
+}
+
+io::Task<absl::Status> Log::roll_locked() {
+  if (offline()) co_return failure_;
+  if (active().empty() && active().base_offset() == log_end_offset_) co_return absl::OkStatus();
+  // The finished segment is made durable before its successor's name can
+  // be: a surviving successor then proves its predecessor whole, and
+  // recovery never sees a hole.
+  if (absl::Status s = co_await active().sync(); !s.ok()) co_return fail(std::move(s));
+  active().on_become_inactive();
+  const int64_t base = log_end_offset_;
+  absl::StatusOr<std::unique_ptr<Segment>> segment =
+      co_await Segment::create(*disk_, dir_, base, config_, now_ms());
+  if (!segment.ok()) co_return fail(segment.status());
+  segments_.emplace(base, std::move(*segment));
+  dir_dirty_ = true;
+  // A snapshot of producer state at the segment boundary bounds the replay
+  // after a crash to the active segment.
+  if (absl::Status s = co_await producers_.write_snapshot_file(*disk_, dir_, base); !s.ok()) {
+    co_return fail(std::move(s));
+  }
+  co_return co_await flush(base);
+}
+
+io::Task<absl::Status> Log::flush(int64_t offset) {
+  while (true) {
+    if (offline()) co_return failure_;
+    if (offset <= recovery_point_) co_return absl::OkStatus();
+    if (!flushing_) break;
+    co_await flush_done_.wait();
+  }
+  flushing_ = true;
+  const int64_t target = log_end_offset_;
+  absl::Status status;
+  // Copies: a truncation may change the map while a datasync runs.
+  std::vector<std::shared_ptr<Segment>> to_sync;
+  for (auto& [base, segment] : segments_) {
+    if (base >= target && base != active().base_offset()) break;
+    if (segment->next_offset() <= recovery_point_ && segment->indexes_persisted()) continue;
+    to_sync.push_back(segment);
+  }
+  const Segment* active_segment = &active();
+  for (const std::shared_ptr<Segment>& segment : to_sync) {
+    status = co_await segment->sync();
+    if (status.ok() && segment.get() != active_segment && !segment->indexes_persisted()) {
+      status = co_await segment->persist_indexes();
+    }
+    if (!status.ok()) break;
+  }
+  if (status.ok() && dir_dirty_) {
+    dir_dirty_ = false;
+    status = co_await disk_->sync_dir(dir_);
+  }
+  flushing_ = false;
+  flush_done_.notify_all();
+  if (!status.ok()) co_return fail(std::move(status));
+  recovery_point_ = std::max(recovery_point_, std::min(target, log_end_offset_));
+  unflushed_records_ = 0;
+  last_flush_ = clock_->now();
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::maybe_flush_by_time() {
+  if (config_.flush_ms == kNoLimit || log_end_offset_ <= recovery_point_) co_return absl::OkStatus();
+  if (clock_->now() - last_flush_ < std::chrono::milliseconds(config_.flush_ms)) {
+    co_return absl::OkStatus();
+  }
+  co_return co_await flush(log_end_offset_);
+}
+
+io::Task<absl::Status> Log::remove_segments_from(
+    std::map<int64_t, std::shared_ptr<Segment>>::iterator it) {
+  while (it != segments_.end()) {
+    std::shared_ptr<Segment> segment = it->second;
+    it = segments_.erase(it);
+    dir_dirty_ = true;
+    CO_RETURN_IF_ERROR(co_await segment->remove_files());
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::truncate_to(int64_t offset) {
+  BROOK_ASSERT(offset >= 0);
+  auto lock = co_await append_mutex_.lock();
+  co_return co_await truncate_locked(offset);
+}
+
+io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
+  if (offline()) co_return failure_;
+  if (offset >= log_end_offset_) co_return absl::OkStatus();
+  if (offset <= segments_.begin()->first) {
+    co_return co_await truncate_fully_locked(offset);
+  }
+  absl::Status status = co_await remove_segments_from(segments_.upper_bound(offset));
+  if (status.ok()) status = co_await disk_->sync_dir(dir_);
+  if (!status.ok()) co_return fail(std::move(status));
+  dir_dirty_ = false;
+  absl::StatusOr<uint64_t> removed = co_await active().truncate_to(offset);
+  if (!removed.ok()) co_return fail(removed.status());
+  log_end_offset_ = active().next_offset();
+  recovery_point_ = std::min(recovery_point_, log_end_offset_);
+  high_watermark_ = std::min(high_watermark_, log_end_offset_);
+  log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
+  if (absl::Status s = co_await rebuild_producer_state(); !s.ok()) co_return fail(std::move(s));
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::truncate_fully_and_start_at(int64_t offset) {
+  BROOK_ASSERT(offset >= 0);
+  auto lock = co_await append_mutex_.lock();
+  co_return co_await truncate_fully_locked(offset);
+}
+
+io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
+  if (offline()) co_return failure_;
+  absl::Status status = co_await remove_segments_from(segments_.begin());
+  if (status.ok()) {
+    absl::StatusOr<std::unique_ptr<Segment>> segment =
+        co_await Segment::create(*disk_, dir_, offset, config_, now_ms());
+    if (segment.ok()) {
+      segments_.emplace(offset, std::move(*segment));
+    } else {
+      status = segment.status();
+    }
+  }
+  log_start_offset_ = log_end_offset_ = recovery_point_ = high_watermark_ = offset;
+  if (status.ok()) status = co_await rebuild_producer_state();
+  if (status.ok()) status = co_await disk_->sync_dir(dir_);
+  if (!status.ok()) co_return fail(std::move(status));
+  dir_dirty_ = false;
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<net::Error>> Log::delete_records_before(int64_t offset) {
+  if (offline()) co_return failure_;
+  if (offset > high_watermark_ || offset < 0) co_return net::Error::kOffsetOutOfRange;
+  if (offset > log_start_offset_) {
+    log_start_offset_ = offset;
+    producers_.truncate_head(log_start_offset_);
+  }
+  co_return net::Error::kNone;
+}
+
+io::Task<absl::Status> Log::delete_segments_before(int64_t base_offset_end) {
+  std::vector<std::shared_ptr<Segment>> doomed;
+  while (segments_.size() > 1 && segments_.begin()->first < base_offset_end) {
+    auto next = std::next(segments_.begin());
+    if (next->first > base_offset_end) break;
+    doomed.push_back(segments_.begin()->second);
+    segments_.erase(segments_.begin());
+  }
+  if (doomed.empty()) co_return absl::OkStatus();
+  log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
+  producers_.truncate_head(log_start_offset_);
+  for (const std::shared_ptr<Segment>& segment : doomed) {
+    if (absl::Status s = co_await segment->remove_files(); !s.ok()) co_return fail(std::move(s));
+  }
+  // Snapshots below the new start are useless.
+  CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await disk_->list(dir_));
+  for (const std::string& name : names) {
+    std::optional<int64_t> at = parse_offset_file_name(name, kSnapshotFileSuffix);
+    if (at.has_value() && *at < log_start_offset_) {
+      if (absl::Status s = co_await disk_->remove(join_path(dir_, name)); !s.ok()) {
+        co_return fail(std::move(s));
+      }
+    }
+  }
+  if (absl::Status s = co_await disk_->sync_dir(dir_); !s.ok()) co_return fail(std::move(s));
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<size_t>> Log::delete_old_segments() {
+  auto lock = co_await append_mutex_.lock();
+  if (offline()) co_return failure_;
+  const int64_t now = now_ms();
+  // Segments are deletable in order while one of the rules holds, and only
+  // when all their records are below the high watermark.
+  uint64_t size_excess = 0;
+  if (config_.cleanup_delete && config_.retention_bytes >= 0 &&
+      size_bytes() > static_cast<uint64_t>(config_.retention_bytes)) {
+    size_excess = size_bytes() - static_cast<uint64_t>(config_.retention_bytes);
+  }
+  int64_t end = segments_.begin()->first;
+  size_t count = 0;
+  for (auto it = segments_.begin(); it != segments_.end(); ++it) {
+    const Segment& segment = *it->second;
+    auto next = std::next(it);
+    const int64_t next_base = next == segments_.end() ? log_end_offset_ : next->first;
+    if (next_base > high_watermark_ || segment.empty()) break;
+    const bool below_start = next_base <= log_start_offset_;
+    const bool expired = config_.cleanup_delete && config_.retention_ms >= 0 &&
+                         segment.max_timestamp_ms() != net::kNoTimestamp &&
+                         now - segment.max_timestamp_ms() > config_.retention_ms;
+    const bool oversize = size_excess >= segment.size_bytes() && size_excess > 0;
+    if (!below_start && !expired && !oversize) break;
+    if (oversize) size_excess -= segment.size_bytes();
+    end = next_base;
+    ++count;
+  }
+  if (count == 0) co_return size_t{0};
+  if (end >= log_end_offset_ && !active().empty()) {
+    // Every segment goes, the active one too: roll so the log keeps one.
+    CO_RETURN_IF_ERROR(co_await roll_locked());
+  }
+  CO_RETURN_IF_ERROR(co_await delete_segments_before(end));
+  co_return count;
+}
+
+// --- reads -------------------------------------------------------------------
+
+int64_t Log::last_stable_offset() const {
+  const std::optional<int64_t> unstable = producers_.first_unstable_offset();
+  return unstable.has_value() ? std::min(*unstable, high_watermark_) : high_watermark_;
+}
+
+int64_t Log::bound_offset(ReadBound bound) const {
+  switch (bound) {
+    case ReadBound::kLogEnd:
+      return log_end_offset_;
+    case ReadBound::kHighWatermark:
+      return high_watermark_;
+    case ReadBound::kCommitted:
+      return last_stable_offset();
+  }
+  BROOK_UNREACHABLE();
+}
+
+void Log::set_high_watermark(int64_t offset) {
+  high_watermark_ = std::clamp(offset, log_start_offset_, log_end_offset_);
+}
+
+uint64_t Log::size_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [base, segment] : segments_) total += segment->size_bytes();
+  return total;
+}
+
+io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes, ReadBound bound,
+                                               bool min_one_batch) {
+  if (offline()) co_return failure_;
+  ReadResult result;
+  result.log_start_offset = log_start_offset_;
+  result.high_watermark = high_watermark_;
+  result.last_stable_offset = last_stable_offset();
+  result.log_end_offset = log_end_offset_;
+  if (offset < log_start_offset_ || offset > log_end_offset_) {
+    result.error = net::Error::kOffsetOutOfRange;
+    co_return result;
+  }
+  const int64_t limit = bound_offset(bound);
+  if (offset >= limit) co_return result;
+  auto it = segments_.upper_bound(offset);
+  if (it != segments_.begin()) --it;
+  // Hold the segments: a truncation or retention may drop them meanwhile.
+  std::vector<std::shared_ptr<Segment>> candidates;
+  for (; it != segments_.end() && it->first < limit; ++it) candidates.push_back(it->second);
+  for (const std::shared_ptr<Segment>& segment : candidates) {
+    CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await segment->find_batch(offset));
+    if (!batch.has_value()) continue;
+    if (batch->header.last_offset() >= limit) co_return result;
+    CO_ASSIGN_OR_RETURN(result.records,
+                        co_await segment->read(batch->position, max_bytes, limit, min_one_batch));
+    co_return result;
+  }
+  co_return result;
+}
+
+io::Task<absl::StatusOr<std::optional<TimestampOffset>>> Log::offset_for_timestamp(int64_t ts) {
+  if (offline()) co_return failure_;
+  std::vector<std::shared_ptr<Segment>> candidates;
+  for (const auto& [base, segment] : segments_) {
+    if (segment->max_timestamp_ms() >= ts) candidates.push_back(segment);
+  }
+  for (const std::shared_ptr<Segment>& segment : candidates) {
+    const TimestampOffset hint = segment->time_index().lookup(ts);
+    const int64_t from = std::max(hint.offset, log_start_offset_);
+    CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> first, co_await segment->find_batch(from));
+    if (!first.has_value()) continue;
+    SegmentScanner scanner(segment->file(), first->position, segment->size_bytes(),
+                           SegmentScanner::Mode::kWhole);
+    while (true) {
+      CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await scanner.next());
+      if (!batch.has_value()) break;
+      if (batch->header.max_timestamp < ts || batch->header.is_control()) continue;
+      CO_ASSIGN_OR_RETURN(std::vector<net::Record> records,
+                          net::decode_records(batch->bytes, kValidationDecompressedBytesMax));
+      for (const net::Record& r : records) {
+        const int64_t record_ts = net::record_timestamp(batch->header, r);
+        const int64_t record_offset = net::record_offset(batch->header, r);
+        if (record_ts >= ts && record_offset >= log_start_offset_) {
+          co_return TimestampOffset{record_ts, record_offset};
+        }
+      }
+    }
+  }
+  co_return std::nullopt;
+}
+
+io::Task<absl::Status> Log::close() {
+  if (!offline()) {
+    auto lock = co_await append_mutex_.lock();
+    absl::Status status = co_await flush(log_end_offset_);
+    if (status.ok()) status = co_await active().persist_indexes();
+    if (status.ok()) status = co_await producers_.write_snapshot_file(*disk_, dir_, log_end_offset_);
+    if (!status.ok()) (void)fail(status);
+  }
+  for (auto& [base, segment] : segments_) (void)co_await segment->close();
+  co_return failure_;
+}
+
+}  // namespace brook::storage

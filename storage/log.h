@@ -1,0 +1,223 @@
+// storage/log.h
+//
+// Log: one partition replica's log in its directory (`<topic>-<partition>/`):
+// an ordered run of segments (storage/segment.h), the last of which is
+// active. Kafka's UnifiedLog and LocalLog in one class.
+//
+// Offsets. log_start_offset() <= high_watermark() <= log_end_offset().
+// The log end offset (LEO) is the offset the next appended record gets; the
+// high watermark (HW) is set by replication; the last stable offset (LSO)
+// is the HW or the first offset of the oldest open transaction, whichever is
+// lower. The recovery point is the offset below which every batch is durable.
+//
+// Appends. append_as_leader() validates a client's batches (Kafka's error
+// codes for the client: CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+// INVALID_TIMESTAMP, UNSUPPORTED_FOR_MESSAGE_FORMAT, and the idempotence
+// errors of storage/producer_state.h), assigns offsets (and LogAppendTime),
+// checks producer state, and writes all its batches with one vectored write;
+// append_as_follower() keeps the leader's offsets. Appends are serialised.
+// With FlushMode::kBeforeAck an append returns only once it is durable;
+// datasyncs are shared by every append waiting (group commit).
+//
+// Reads. read() returns whole batches as io::Buffer slices of the file bytes,
+// bounded by the LEO, the HW or the LSO.
+//
+// Durability. Writes are durable at flush(); a roll flushes the finished
+// segment; truncations and deletions are durable when they return. After a
+// crash, open() trusts the segments wholly below the recovery point (their
+// index files are checked, and rebuilt when wrong) and recovers every later
+// one (storage/segment.h), truncating at the first bad batch and deleting
+// the segments after it.
+//
+// Failure. Any I/O error while writing (EIO, ENOSPC, a failed datasync) takes
+// the log offline: every later call fails with that error (Kafka's
+// KAFKA_STORAGE_ERROR) and nothing more is written; recovery at the next open
+// sorts out what was durable.
+//
+// Single event loop. The Log outlives every task using it; close() it
+// before destroying it to keep its index files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/buffer.h"
+#include "io/clock.h"
+#include "io/disk.h"
+#include "io/sync.h"
+#include "io/task.h"
+#include "net/kafka/errors.h"
+#include "storage/index.h"
+#include "storage/log_config.h"
+#include "storage/producer_state.h"
+#include "storage/segment.h"
+
+namespace brook::storage {
+
+struct LogOptions {
+  std::string dir;  // relative to the Disk's root
+  LogConfig config;
+  // From the log directory's checkpoint files (0 when unknown).
+  int64_t recovery_point = 0;
+  int64_t log_start_offset = 0;
+  int64_t high_watermark = 0;
+};
+
+struct RecordError {
+  int32_t batch_index = 0;
+  int32_t record_index = -1;  // -1: the batch as a whole
+  std::string message;
+};
+
+struct AppendResult {
+  net::Error error = net::Error::kNone;
+  std::string error_message;
+  std::vector<RecordError> record_errors;
+  // Offsets given to the appended records (-1 when nothing was appended).
+  int64_t first_offset = -1;
+  int64_t last_offset = -1;
+  // The stamp of LogAppendTime topics, else -1.
+  int64_t log_append_time_ms = -1;
+  int64_t log_start_offset = 0;
+  int64_t max_timestamp_ms = -1;
+  int64_t offset_of_max_timestamp = -1;
+  uint32_t batches = 0;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  // A retry of batches already in the log (idempotent producer): the
+  // offsets are those of the first append, and nothing was written.
+  bool duplicate = false;
+
+  bool ok() const { return error == net::Error::kNone; }
+};
+
+enum class ReadBound : uint8_t {
+  kLogEnd,         // followers: everything appended
+  kHighWatermark,  // read_uncommitted consumers
+  kCommitted,      // read_committed consumers: the last stable offset
+};
+
+struct ReadResult {
+  net::Error error = net::Error::kNone;  // OFFSET_OUT_OF_RANGE
+  // Whole batches starting with the one that holds the fetch offset.
+  io::Buffer records;
+  int64_t log_start_offset = 0;
+  int64_t high_watermark = 0;
+  int64_t last_stable_offset = 0;
+  int64_t log_end_offset = 0;
+};
+
+class Log {
+ public:
+  // Opens (creating when missing) and recovers the log in options.dir.
+  static io::Task<absl::StatusOr<std::unique_ptr<Log>>> open(io::Disk& disk,
+                                                             const io::Clock& clock,
+                                                             LogOptions options);
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
+
+  // A client's (or a coordinator's) batches. Client-caused failures are in
+  // the result; an I/O failure is the status (and the log is offline).
+  io::Task<absl::StatusOr<AppendResult>> append_as_leader(io::Buffer records,
+                                                          int32_t leader_epoch,
+                                                          AppendOrigin origin = AppendOrigin::kClient);
+  // Batches fetched from the leader, offsets as they are.
+  io::Task<absl::StatusOr<AppendResult>> append_as_follower(io::Buffer records);
+
+  // Whole batches from the one holding `offset`: at most max_bytes except
+  // that the first batch comes whole when min_one_batch. OFFSET_OUT_OF_RANGE
+  // below the log start or past the LEO; empty at the bound.
+  io::Task<absl::StatusOr<ReadResult>> read(int64_t offset, size_t max_bytes, ReadBound bound,
+                                            bool min_one_batch);
+
+  // Makes every batch below `offset` durable (at least), and advances the
+  // recovery point. Concurrent callers share datasyncs.
+  io::Task<absl::Status> flush(int64_t offset);
+  io::Task<absl::Status> flush() { return flush(log_end_offset()); }
+  // Starts a new active segment at the LEO (no-op when the active segment
+  // is empty).
+  io::Task<absl::Status> roll();
+  // Removes every record at or after `offset` (replication's divergence
+  // handling). No-op when offset >= LEO.
+  io::Task<absl::Status> truncate_to(int64_t offset);
+  // Removes everything and restarts the log at `offset`.
+  io::Task<absl::Status> truncate_fully_and_start_at(int64_t offset);
+  // DeleteRecords: raises the log start offset (never past the HW).
+  // OFFSET_OUT_OF_RANGE when offset > HW.
+  io::Task<absl::StatusOr<net::Error>> delete_records_before(int64_t offset);
+  // Retention: deletes whole segments past retention.ms / retention.bytes
+  // or wholly below the log start offset; returns how many.
+  io::Task<absl::StatusOr<size_t>> delete_old_segments();
+  // ListOffsets by timestamp: the first record with timestamp >= ts (and
+  // its timestamp); nullopt when there is none.
+  io::Task<absl::StatusOr<std::optional<TimestampOffset>>> offset_for_timestamp(int64_t ts);
+  // Runs the flush.ms policy: flushes when the last flush is older.
+  io::Task<absl::Status> maybe_flush_by_time();
+  // Flushes, writes the index files of every segment and closes the files.
+  io::Task<absl::Status> close();
+
+  int64_t log_start_offset() const { return log_start_offset_; }
+  int64_t log_end_offset() const { return log_end_offset_; }
+  int64_t high_watermark() const { return high_watermark_; }
+  int64_t last_stable_offset() const;
+  int64_t recovery_point() const { return recovery_point_; }
+  // Clamped to [log start, LEO].
+  void set_high_watermark(int64_t offset);
+  uint64_t size_bytes() const;
+  size_t segment_count() const { return segments_.size(); }
+  const LogConfig& config() const { return config_; }
+  void set_config(const LogConfig& config) { config_ = config; }
+  const std::string& dir() const { return dir_; }
+  const ProducerStateManager& producer_state() const { return producers_; }
+
+  // Segments by base offset (tests and the cleaner).
+  const std::map<int64_t, std::shared_ptr<Segment>>& segments() const { return segments_; }
+
+  bool offline() const { return !failure_.ok(); }
+  const absl::Status& failure() const { return failure_; }
+
+ private:
+  Log(io::Disk& disk, const io::Clock& clock, LogOptions options);
+  io::Task<absl::Status> load();
+  io::Task<absl::Status> load_segments(const std::vector<int64_t>& bases);
+  io::Task<absl::Status> remove_segments_from(std::map<int64_t, std::shared_ptr<Segment>>::iterator it);
+  io::Task<absl::Status> roll_locked();
+  io::Task<absl::StatusOr<AppendResult>> append_locked(io::Buffer records, int32_t leader_epoch,
+                                                       AppendOrigin origin);
+  io::Task<absl::Status> truncate_locked(int64_t offset);
+  io::Task<absl::Status> truncate_fully_locked(int64_t offset);
+  io::Task<absl::Status> rebuild_producer_state();
+  io::Task<absl::Status> replay_producer_state(int64_t from, int64_t to);
+  io::Task<absl::Status> delete_segments_before(int64_t base_offset_end);
+  absl::Status fail(absl::Status status);
+  Segment& active() { return *segments_.rbegin()->second; }
+  int64_t now_ms() const;
+  int64_t bound_offset(ReadBound bound) const;
+
+  io::Disk* disk_;
+  const io::Clock* clock_;
+  std::string dir_;
+  LogConfig config_;
+  std::map<int64_t, std::shared_ptr<Segment>> segments_;
+  int64_t log_start_offset_ = 0;
+  int64_t log_end_offset_ = 0;
+  int64_t high_watermark_ = 0;
+  int64_t recovery_point_ = 0;
+  int64_t unflushed_records_ = 0;
+  io::Instant last_flush_{};
+  bool dir_dirty_ = false;
+  bool flushing_ = false;
+  io::WaitList flush_done_;
+  io::Mutex append_mutex_;
+  ProducerStateManager producers_;
+  absl::Status failure_;
+};
+
+}  // namespace brook::storage
