@@ -78,6 +78,8 @@ void Buffer::unref() {
 
 bool operator==(const Buffer& a, const Buffer& b) { return a.view() == b.view(); }
 
+BufferChain::BufferChain(Buffer b) { append(std::move(b)); }
+
 void BufferChain::consume(size_t n) {
   BROOK_ASSERT_LE(n, size_);
   size_ -= n;

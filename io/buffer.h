@@ -89,7 +89,9 @@ bool operator==(const Buffer& a, const Buffer& b);
 class BufferChain {
  public:
   BufferChain() = default;
-  explicit BufferChain(Buffer b) { append(std::move(b)); }
+  // Out of line: inlined into a caller, GCC 12 reports the fresh
+  // InlinedVector as maybe-uninitialized (a false positive).
+  explicit BufferChain(Buffer b);
 
   void append(Buffer b) {
     if (b.empty()) return;

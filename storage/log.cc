@@ -89,7 +89,7 @@ io::Task<absl::Status> Log::load() {
   for (const std::string& name : names) {
     if (std::optional<int64_t> base = parse_offset_file_name(name, kLogSuffix)) {
       bases.push_back(*base);
-    } else if (name.ends_with(".tmp")) {
+    } else if (name.ends_with(".tmp") || name.ends_with(kCleanedSuffix)) {
       CO_RETURN_IF_ERROR(co_await disk_->remove(join_path(dir_, name)));
       dir_dirty_ = true;
     }
@@ -111,7 +111,8 @@ io::Task<absl::Status> Log::load() {
     CO_RETURN_IF_ERROR(co_await disk_->sync_dir(dir_));
     dir_dirty_ = false;
   }
-  CO_RETURN_IF_ERROR(co_await rebuild_producer_state());
+  CO_RETURN_IF_ERROR(co_await rebuild_producer_state(txn_rebuild_from_));
+  CO_RETURN_IF_ERROR(co_await load_leader_epochs());
   last_flush_ = clock_->now();
   co_return absl::OkStatus();
 }
@@ -128,6 +129,7 @@ io::Task<absl::Status> Log::load_segments(const std::vector<int64_t>& bases) {
       absl::Status loaded = co_await segment->load_indexes();
       if (loaded.ok()) {
         segment->set_next_offset(bases[i + 1]);
+        if (segment->txn_index_lost()) txn_rebuild_from_ = std::min(txn_rebuild_from_, base);
         segments_.emplace(base, std::move(segment));
         continue;
       }
@@ -140,13 +142,15 @@ io::Task<absl::Status> Log::load_segments(const std::vector<int64_t>& bases) {
       dir_dirty_ = true;
       continue;
     }
-    CO_ASSIGN_OR_RETURN(RecoverResult recovered, co_await segment->recover(nullptr));
+    CO_ASSIGN_OR_RETURN(RecoverResult recovered, co_await segment->recover(nullptr, recovery_point_));
+    txn_rebuild_from_ = std::min(txn_rebuild_from_, base);
     dir_dirty_ = true;
     CO_RETURN_IF_ERROR(co_await segment->sync());
     segments_.emplace(base, std::move(segment));
     if (recovered.truncated_bytes > 0) {
-      // Everything after a bad batch is after a hole: drop it.
-      for (size_t j = i + 1; j < bases.size(); ++j) {
+      // Everything after a bad batch is after a hole: drop it, newest
+      // first (see remove_segments_from).
+      for (size_t j = bases.size() - 1; j > i; --j) {
         CO_ASSIGN_OR_RETURN(std::unique_ptr<Segment> later,
                             co_await Segment::open(*disk_, dir_, bases[j], config_, now));
         CO_RETURN_IF_ERROR(co_await later->remove_files());
@@ -158,7 +162,53 @@ io::Task<absl::Status> Log::load_segments(const std::vector<int64_t>& bases) {
   co_return absl::OkStatus();
 }
 
-io::Task<absl::Status> Log::replay_producer_state(int64_t from, int64_t to) {
+io::Task<absl::Status> Log::load_leader_epochs() {
+  const std::string path = join_path(dir_, std::string(kLeaderEpochCheckpointFileName));
+  absl::StatusOr<LeaderEpochCache> cache = co_await read_leader_epoch_checkpoint(*disk_, path);
+  bool rewrite = false;
+  if (cache.ok()) {
+    epochs_ = std::move(*cache);
+  } else if (cache.status().code() == absl::StatusCode::kDataLoss) {
+    // A corrupt checkpoint: the batches carry their leader epochs.
+    epochs_.clear();
+    for (auto& [base, segment] : segments_) {
+      SegmentScanner scanner(segment->file(), 0, segment->size_bytes(),
+                             SegmentScanner::Mode::kVerified, base);
+      while (true) {
+        CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await scanner.next());
+        if (!batch.has_value() || batch->header.base_offset >= log_end_offset_) break;
+        const int32_t epoch = batch->header.partition_leader_epoch;
+        if (epoch >= 0 && epoch > epochs_.latest_epoch().value_or(-1)) {
+          epochs_.assign(epoch, batch->header.base_offset);
+        }
+      }
+    }
+    rewrite = true;
+  } else {
+    co_return cache.status();
+  }
+  // Entries past the log's end were written ahead of batches a crash lost.
+  rewrite |= epochs_.truncate_from_end(log_end_offset_);
+  rewrite |= epochs_.truncate_from_start(log_start_offset_);
+  if (rewrite) CO_RETURN_IF_ERROR(co_await write_leader_epochs());
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::write_leader_epochs() {
+  co_return co_await write_leader_epoch_checkpoint(
+      *disk_, join_path(dir_, std::string(kLeaderEpochCheckpointFileName)), epochs_);
+}
+
+void Log::complete_transaction(const CompletedTxn& txn, Segment* segment) {
+  if (txn.aborted && segment != nullptr) {
+    segment->append_aborted(AbortedTxn{txn.producer_id, txn.first_offset, txn.last_offset,
+                                       producers_.last_stable_offset(txn)});
+  }
+  producers_.complete_txn(txn);
+}
+
+io::Task<absl::Status> Log::replay_producer_state(int64_t from, int64_t to,
+                                                  int64_t txn_rebuild_from) {
   for (auto it = segments_.begin(); it != segments_.end(); ++it) {
     Segment& segment = *it->second;
     if (segment.next_offset() <= from || segment.base_offset() >= to) continue;
@@ -166,7 +216,7 @@ io::Task<absl::Status> Log::replay_producer_state(int64_t from, int64_t to) {
     if (!first.has_value()) continue;
     const uint64_t start = first->position;
     SegmentScanner scanner(segment.file(), start, segment.size_bytes(),
-                           SegmentScanner::Mode::kWhole);
+                           SegmentScanner::Mode::kVerified, first->header.base_offset);
     while (true) {
       absl::StatusOr<std::optional<ScannedBatch>> next = co_await scanner.next();
       if (!next.ok() && next.status().code() != absl::StatusCode::kInternal &&
@@ -184,13 +234,16 @@ io::Task<absl::Status> Log::replay_producer_state(int64_t from, int64_t to) {
       if (!added.ok()) continue;
       producers_.commit(std::move(append));
       producers_.update_map_end_offset(batch->header.next_offset());
-      if (added.completed.has_value()) producers_.complete_txn(*added.completed);
+      if (added.completed.has_value()) {
+        complete_transaction(*added.completed,
+                             segment.base_offset() >= txn_rebuild_from ? &segment : nullptr);
+      }
     }
   }
   co_return absl::OkStatus();
 }
 
-io::Task<absl::Status> Log::rebuild_producer_state() {
+io::Task<absl::Status> Log::rebuild_producer_state(int64_t txn_rebuild_from) {
   CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await disk_->list(dir_));
   std::vector<int64_t> snapshots;
   for (const std::string& name : names) {
@@ -205,8 +258,13 @@ io::Task<absl::Status> Log::rebuild_producer_state() {
   }
   producers_.truncate_fully_and_start_at(log_start_offset_);
   int64_t from = log_start_offset_;
-  // The newest snapshot that loads wins; older ones are fallbacks.
+  for (auto& [base, segment] : segments_) {
+    if (base >= txn_rebuild_from) segment->clear_txn_index();
+  }
+  // The newest snapshot that loads wins; older ones are fallbacks. A
+  // transaction index rebuild needs the replay to start at or before it.
   for (auto it = snapshots.rbegin(); it != snapshots.rend(); ++it) {
+    if (*it > txn_rebuild_from) continue;
     if (*it < log_start_offset_) break;
     absl::StatusOr<io::Buffer> bytes = co_await read_snapshot_file(*disk_, dir_, *it);
     if (!bytes.ok() && bytes.status().code() != absl::StatusCode::kNotFound &&
@@ -218,7 +276,7 @@ io::Task<absl::Status> Log::rebuild_producer_state() {
       break;
     }
   }
-  CO_RETURN_IF_ERROR(co_await replay_producer_state(from, log_end_offset_));
+  CO_RETURN_IF_ERROR(co_await replay_producer_state(from, log_end_offset_, txn_rebuild_from));
   producers_.update_map_end_offset(log_end_offset_);
   producers_.truncate_head(log_start_offset_);
   if (dir_dirty_) {
@@ -428,7 +486,20 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
     if (added.completed.has_value()) completed.push_back(*added.completed);
   }
 
-  // 5. Roll when the active segment cannot take the batches, then write.
+  // 5. The leader epoch of the first new offset, durable before the batches
+  // (an entry past the log end after a crash is trimmed at load).
+  bool epochs_changed = false;
+  for (const ValidatedBatch& b : batches) {
+    const int32_t epoch = b.view.header.partition_leader_epoch;
+    if (epoch >= 0 && epoch > epochs_.latest_epoch().value_or(-1)) {
+      epochs_changed |= epochs_.assign(epoch, b.view.header.base_offset);
+    }
+  }
+  if (epochs_changed) {
+    if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+  }
+
+  // 6. Roll when the active segment cannot take the batches, then write.
   std::vector<BatchSummary> summaries;
   summaries.reserve(batches.size());
   int64_t max_timestamp = net::kNoTimestamp;
@@ -452,11 +523,11 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
     co_return fail(std::move(s));
   }
 
-  // 6. The batches are in the log: publish them.
+  // 7. The batches are in the log: publish them.
   producers_.commit(std::move(producer_append));
   log_end_offset_ = next_offset;
   producers_.update_map_end_offset(log_end_offset_);
-  for (const CompletedTxn& txn : completed) producers_.complete_txn(txn);
+  for (const CompletedTxn& txn : completed) complete_transaction(txn, &active());
   unflushed_records_ += static_cast<int64_t>(result.records);
 
   result.first_offset = batches.front().view.header.base_offset;
@@ -522,6 +593,7 @@ io::Task<absl::Status> Log::flush(int64_t offset) {
     status = co_await segment->sync();
     if (status.ok() && segment.get() != active_segment && !segment->indexes_persisted()) {
       status = co_await segment->persist_indexes();
+      dir_dirty_ = true;  // the index files' renames
     }
     if (!status.ok()) break;
   }
@@ -548,11 +620,14 @@ io::Task<absl::Status> Log::maybe_flush_by_time() {
 
 io::Task<absl::Status> Log::remove_segments_from(
     std::map<int64_t, std::shared_ptr<Segment>>::iterator it) {
-  while (it != segments_.end()) {
-    std::shared_ptr<Segment> segment = it->second;
-    it = segments_.erase(it);
+  // Newest first: a crash keeps a prefix of the removals, so the log left
+  // behind has no hole.
+  std::vector<std::shared_ptr<Segment>> doomed;
+  for (auto at = it; at != segments_.end(); ++at) doomed.push_back(at->second);
+  segments_.erase(it, segments_.end());
+  for (auto at = doomed.rbegin(); at != doomed.rend(); ++at) {
     dir_dirty_ = true;
-    CO_RETURN_IF_ERROR(co_await segment->remove_files());
+    CO_RETURN_IF_ERROR(co_await (*at)->remove_files());
   }
   co_return absl::OkStatus();
 }
@@ -566,6 +641,9 @@ io::Task<absl::Status> Log::truncate_to(int64_t offset) {
 io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
   if (offline()) co_return failure_;
   if (offset >= log_end_offset_) co_return absl::OkStatus();
+  // Lowered first: whatever part of the truncation happens, nothing past
+  // the offset counts as durable any more.
+  recovery_point_ = std::min(recovery_point_, offset);
   if (offset <= segments_.begin()->first) {
     co_return co_await truncate_fully_locked(offset);
   }
@@ -580,6 +658,9 @@ io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
   high_watermark_ = std::min(high_watermark_, log_end_offset_);
   log_start_offset_ = std::min(log_start_offset_, log_end_offset_);
   if (absl::Status s = co_await rebuild_producer_state(); !s.ok()) co_return fail(std::move(s));
+  if (epochs_.truncate_from_end(log_end_offset_)) {
+    if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+  }
   co_return absl::OkStatus();
 }
 
@@ -591,6 +672,7 @@ io::Task<absl::Status> Log::truncate_fully_and_start_at(int64_t offset) {
 
 io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
   if (offline()) co_return failure_;
+  recovery_point_ = std::min(recovery_point_, offset);
   absl::Status status = co_await remove_segments_from(segments_.begin());
   if (status.ok()) {
     absl::StatusOr<std::unique_ptr<Segment>> segment =
@@ -602,7 +684,9 @@ io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
     }
   }
   log_start_offset_ = log_end_offset_ = recovery_point_ = high_watermark_ = offset;
+  epochs_.clear();
   if (status.ok()) status = co_await rebuild_producer_state();
+  if (status.ok()) status = co_await write_leader_epochs();
   if (status.ok()) status = co_await disk_->sync_dir(dir_);
   if (!status.ok()) co_return fail(std::move(status));
   dir_dirty_ = false;
@@ -615,6 +699,9 @@ io::Task<absl::StatusOr<net::Error>> Log::delete_records_before(int64_t offset) 
   if (offset > log_start_offset_) {
     log_start_offset_ = offset;
     producers_.truncate_head(log_start_offset_);
+    if (epochs_.truncate_from_start(log_start_offset_)) {
+      if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+    }
   }
   co_return net::Error::kNone;
 }
@@ -630,6 +717,9 @@ io::Task<absl::Status> Log::delete_segments_before(int64_t base_offset_end) {
   if (doomed.empty()) co_return absl::OkStatus();
   log_start_offset_ = std::max(log_start_offset_, segments_.begin()->first);
   producers_.truncate_head(log_start_offset_);
+  if (epochs_.truncate_from_start(log_start_offset_)) {
+    if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+  }
   for (const std::shared_ptr<Segment>& segment : doomed) {
     if (absl::Status s = co_await segment->remove_files(); !s.ok()) co_return fail(std::move(s));
   }
@@ -682,6 +772,144 @@ io::Task<absl::StatusOr<size_t>> Log::delete_old_segments() {
   }
   CO_RETURN_IF_ERROR(co_await delete_segments_before(end));
   co_return count;
+}
+
+// --- compaction --------------------------------------------------------------
+
+int64_t Log::first_uncleanable_offset() const {
+  int64_t end = active().base_offset();
+  if (std::optional<int64_t> unstable = producers_.first_unstable_offset()) {
+    end = std::min(end, *unstable);
+  }
+  if (config_.min_compaction_lag_ms > 0) {
+    const int64_t now = now_ms();
+    for (const auto& [base, segment] : segments_) {
+      if (segment->max_timestamp_ms() != net::kNoTimestamp &&
+          now - segment->max_timestamp_ms() < config_.min_compaction_lag_ms) {
+        end = std::min(end, base);
+        break;
+      }
+    }
+  }
+  return end;
+}
+
+double Log::dirty_ratio() const {
+  uint64_t dirty = 0;
+  uint64_t total = 0;
+  for (const auto& [base, segment] : segments_) {
+    total += segment->size_bytes();
+    if (segment->next_offset() > cleaner_position_) dirty += segment->size_bytes();
+  }
+  return total == 0 ? 0 : static_cast<double>(dirty) / static_cast<double>(total);
+}
+
+io::Task<absl::StatusOr<io::Buffer>> Log::read_segment_bytes(Segment& segment) {
+  const uint64_t size = segment.size_bytes();
+  CO_ASSIGN_OR_RETURN(io::Buffer bytes, co_await segment.file().read_at(0, size));
+  if (bytes.size() != size) co_return absl::DataLossError("short read of a segment");
+  co_return bytes;
+}
+
+io::Task<absl::Status> Log::replace_segment(const std::shared_ptr<Segment>& old, io::Buffer cleaned,
+                                            const std::vector<AbortedTxnRange>& aborted) {
+  const int64_t base = old->base_offset();
+  const std::string path = join_path(dir_, offset_file_name(base, kLogSuffix));
+  const std::string temp = path + std::string(kCleanedSuffix);
+  {
+    CO_ASSIGN_OR_RETURN(std::unique_ptr<io::File> f, co_await disk_->open(temp, io::OpenMode::kCreate));
+    if (f->size() > 0) CO_RETURN_IF_ERROR(co_await f->truncate(0));
+    if (!cleaned.empty()) CO_RETURN_IF_ERROR(co_await f->write_at(0, io::BufferChain(cleaned)));
+    CO_RETURN_IF_ERROR(co_await f->datasync());
+    CO_RETURN_IF_ERROR(co_await f->close());
+  }
+  // The old index files go first: whichever prefix of these directory
+  // operations a crash keeps, no index describes the wrong log bytes.
+  CO_RETURN_IF_ERROR(co_await old->remove_index_files());
+  CO_RETURN_IF_ERROR(co_await disk_->rename(temp, path));
+  CO_RETURN_IF_ERROR(co_await disk_->sync_dir(dir_));
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<Segment> fresh,
+                      co_await Segment::open(*disk_, dir_, base, config_, now_ms()));
+  CO_RETURN_IF_ERROR(co_await fresh->rebuild_indexes());
+  fresh->set_next_offset(old->next_offset());
+  for (const AbortedTxnRange& txn : aborted) {
+    fresh->append_aborted(
+        AbortedTxn{txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset});
+  }
+  CO_RETURN_IF_ERROR(co_await fresh->sync());
+  CO_RETURN_IF_ERROR(co_await fresh->persist_indexes());
+  CO_RETURN_IF_ERROR(co_await disk_->sync_dir(dir_));
+  segments_[base] = std::move(fresh);
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<CompactionResult>> Log::compact(size_t offset_map_bytes) {
+  auto lock = co_await append_mutex_.lock();
+  if (offline()) co_return failure_;
+  CompactionResult result;
+  if (!config_.cleanup_compact) co_return result;
+  const int64_t end = first_uncleanable_offset();
+  const int64_t dirty_start = std::max(cleaner_position_, log_start_offset_);
+  result.cleaned_up_to = cleaner_position_;
+  if (dirty_start >= end) co_return result;
+
+  std::vector<AbortedTxnRange> aborted;
+  for (const auto& [base, segment] : segments_) {
+    for (const AbortedTxn& t : segment->txn_index().entries()) {
+      aborted.push_back({t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset});
+    }
+  }
+  // Copies: the map of segments changes as segments are replaced.
+  std::vector<std::shared_ptr<Segment>> cleanable;
+  for (const auto& [base, segment] : segments_) {
+    if (base >= end || segment.get() == &active()) break;
+    cleanable.push_back(segment);
+  }
+
+  // 1. The latest offset of every key in the dirty section.
+  OffsetMap map(offset_map_bytes);
+  TxnTracker map_txns;
+  for (const std::shared_ptr<Segment>& segment : cleanable) {
+    if (segment->next_offset() <= dirty_start) continue;
+    absl::StatusOr<io::Buffer> bytes = co_await read_segment_bytes(*segment);
+    if (!bytes.ok()) co_return fail(bytes.status());
+    BuildMapOptions options{dirty_start, std::min(segment->next_offset(), end), aborted};
+    CO_ASSIGN_OR_RETURN(BuildMapResult built,
+                        build_offset_map(*bytes, options, map, map_txns));
+    if (built.progress == MapProgress::kMapFull) break;
+  }
+  const int64_t round_end = map.latest_offset() + 1;
+  if (round_end <= dirty_start) co_return result;
+
+  // 2. Every segment below the round's end, cleaned against the map.
+  ProducerLastRecords producers;
+  for (const auto& [pid, entry] : producers_.producers()) {
+    ProducerLastRecord last;
+    if (entry.last_data_offset() >= 0) last.last_data_offset = entry.last_data_offset();
+    last.producer_epoch = entry.producer_epoch;
+    producers.emplace(pid, last);
+  }
+  TxnTracker clean_txns;
+  CleanOptions options{now_ms(), config_.delete_retention_ms, aborted, producers, round_end};
+  for (const std::shared_ptr<Segment>& segment : cleanable) {
+    if (segment->base_offset() >= round_end) break;
+    absl::StatusOr<io::Buffer> bytes = co_await read_segment_bytes(*segment);
+    if (!bytes.ok()) co_return fail(bytes.status());
+    CO_ASSIGN_OR_RETURN(CleanResult cleaned, clean_segment(*bytes, map, options, clean_txns));
+    result.bytes_before += bytes->size();
+    result.bytes_after += cleaned.bytes.size();
+    result.records_removed += cleaned.records_removed;
+    ++result.segments_cleaned;
+    if (cleaned.bytes.size() == bytes->size() && cleaned.bytes == *bytes) continue;
+    if (absl::Status s = co_await replace_segment(segment, std::move(cleaned.bytes),
+                                                  cleaned.aborted_retained);
+        !s.ok()) {
+      co_return fail(std::move(s));
+    }
+  }
+  cleaner_position_ = round_end;
+  result.cleaned_up_to = round_end;
+  co_return result;
 }
 
 // --- reads -------------------------------------------------------------------
@@ -738,9 +966,36 @@ io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes,
     if (batch->header.last_offset() >= limit) co_return result;
     CO_ASSIGN_OR_RETURN(result.records,
                         co_await segment->read(batch->position, max_bytes, limit, min_one_batch));
+    if (bound == ReadBound::kCommitted && !result.records.empty()) {
+      collect_aborted(offset, last_offset_of(result.records) + 1, &result.aborted_transactions);
+    }
     co_return result;
   }
   co_return result;
+}
+
+int64_t Log::last_offset_of(const io::Buffer& records) {
+  int64_t last = -1;
+  size_t at = 0;
+  while (at < records.size()) {
+    absl::StatusOr<net::RecordBatchHeader> h =
+        net::parse_batch_header(records.span().subspan(at), net::BatchExtent::kHeaderOnly);
+    if (!h.ok()) break;
+    last = h->last_offset();
+    at += h->size_bytes();
+  }
+  return last;
+}
+
+void Log::collect_aborted(int64_t fetch_offset, int64_t upper_bound,
+                          std::vector<AbortedTxn>* out) const {
+  // From the segment holding the fetch offset on, until an index shows the
+  // search is complete (an entry whose last stable offset reaches the bound).
+  auto it = segments_.upper_bound(fetch_offset);
+  if (it != segments_.begin()) --it;
+  for (; it != segments_.end(); ++it) {
+    if (it->second->txn_index().collect_aborted(fetch_offset, upper_bound, out)) return;
+  }
 }
 
 io::Task<absl::StatusOr<std::optional<TimestampOffset>>> Log::offset_for_timestamp(int64_t ts) {
@@ -779,6 +1034,7 @@ io::Task<absl::Status> Log::close() {
     auto lock = co_await append_mutex_.lock();
     absl::Status status = co_await flush(log_end_offset_);
     if (status.ok()) status = co_await active().persist_indexes();
+    if (status.ok()) status = co_await disk_->sync_dir(dir_);
     if (status.ok()) status = co_await producers_.write_snapshot_file(*disk_, dir_, log_end_offset_);
     if (!status.ok()) (void)fail(status);
   }

@@ -53,10 +53,13 @@
 #include "io/sync.h"
 #include "io/task.h"
 #include "net/kafka/errors.h"
+#include "storage/compaction.h"
 #include "storage/index.h"
+#include "storage/leader_epoch.h"
 #include "storage/log_config.h"
 #include "storage/producer_state.h"
 #include "storage/segment.h"
+#include "storage/txn_index.h"
 
 namespace brook::storage {
 
@@ -97,6 +100,15 @@ struct AppendResult {
   bool ok() const { return error == net::Error::kNone; }
 };
 
+struct CompactionResult {
+  size_t segments_cleaned = 0;
+  int64_t records_removed = 0;
+  uint64_t bytes_before = 0;
+  uint64_t bytes_after = 0;
+  // The offset the pass cleaned up to (the next pass's first dirty offset).
+  int64_t cleaned_up_to = 0;
+};
+
 enum class ReadBound : uint8_t {
   kLogEnd,         // followers: everything appended
   kHighWatermark,  // read_uncommitted consumers
@@ -111,6 +123,9 @@ struct ReadResult {
   int64_t high_watermark = 0;
   int64_t last_stable_offset = 0;
   int64_t log_end_offset = 0;
+  // ReadBound::kCommitted only: the aborted transactions overlapping the
+  // records returned, for the consumer to skip (Fetch's AbortedTransactions).
+  std::vector<AbortedTxn> aborted_transactions;
 };
 
 class Log {
@@ -155,6 +170,17 @@ class Log {
   // Retention: deletes whole segments past retention.ms / retention.bytes
   // or wholly below the log start offset; returns how many.
   io::Task<absl::StatusOr<size_t>> delete_old_segments();
+  // cleanup.policy=compact: one cleaning pass (storage/compaction.h) over
+  // the segments below the first uncleanable offset (the active segment,
+  // the oldest open transaction, min.compaction.lag.ms), keeping the latest
+  // record of every key; a no-op for logs that are not compacted. Each
+  // cleaned segment replaces its original atomically (written as
+  // `<base>.log.cleaned`, then renamed over `<base>.log`). Appends wait
+  // while a pass runs. offset_map_bytes bounds the key map; a pass that
+  // fills it cleans up to where the map reaches.
+  io::Task<absl::StatusOr<CompactionResult>> compact(size_t offset_map_bytes = size_t{64} << 20);
+  // Bytes past the cleaner's position over all bytes (Kafka's dirty ratio).
+  double dirty_ratio() const;
   // ListOffsets by timestamp: the first record with timestamp >= ts (and
   // its timestamp); nullopt when there is none.
   io::Task<absl::StatusOr<std::optional<TimestampOffset>>> offset_for_timestamp(int64_t ts);
@@ -176,6 +202,12 @@ class Log {
   void set_config(const LogConfig& config) { config_ = config; }
   const std::string& dir() const { return dir_; }
   const ProducerStateManager& producer_state() const { return producers_; }
+  // The leader epochs of the log's records (`leader-epoch-checkpoint`).
+  const LeaderEpochCache& leader_epochs() const { return epochs_; }
+  // OffsetsForLeaderEpoch: the largest epoch <= `epoch` and where it ends.
+  EpochEndOffset end_offset_for_epoch(int32_t epoch) const {
+    return epochs_.end_offset_for(epoch, log_end_offset_);
+  }
 
   // Segments by base offset (tests and the cleaner).
   const std::map<int64_t, std::shared_ptr<Segment>>& segments() const { return segments_; }
@@ -193,11 +225,27 @@ class Log {
                                                        AppendOrigin origin);
   io::Task<absl::Status> truncate_locked(int64_t offset);
   io::Task<absl::Status> truncate_fully_locked(int64_t offset);
-  io::Task<absl::Status> rebuild_producer_state();
-  io::Task<absl::Status> replay_producer_state(int64_t from, int64_t to);
+  // Rebuilds producer state from the newest usable snapshot and the log;
+  // the transaction indexes of segments from txn_rebuild_from on are
+  // rebuilt on the way.
+  io::Task<absl::Status> rebuild_producer_state(int64_t txn_rebuild_from = INT64_MAX);
+  io::Task<absl::Status> replay_producer_state(int64_t from, int64_t to, int64_t txn_rebuild_from);
+  io::Task<absl::Status> load_leader_epochs();
+  int64_t first_uncleanable_offset() const;
+  io::Task<absl::StatusOr<io::Buffer>> read_segment_bytes(Segment& segment);
+  io::Task<absl::Status> replace_segment(const std::shared_ptr<Segment>& old, io::Buffer cleaned,
+                                         const std::vector<AbortedTxnRange>& aborted);
+  io::Task<absl::Status> write_leader_epochs();
+  // Applies a batch's completed transaction: the aborted ones go to the
+  // transaction index of `segment` (when given).
+  void complete_transaction(const CompletedTxn& txn, Segment* segment);
+  void collect_aborted(int64_t fetch_offset, int64_t upper_bound,
+                       std::vector<AbortedTxn>* out) const;
+  static int64_t last_offset_of(const io::Buffer& records);
   io::Task<absl::Status> delete_segments_before(int64_t base_offset_end);
   absl::Status fail(absl::Status status);
   Segment& active() { return *segments_.rbegin()->second; }
+  const Segment& active() const { return *segments_.rbegin()->second; }
   int64_t now_ms() const;
   int64_t bound_offset(ReadBound bound) const;
 
@@ -217,6 +265,12 @@ class Log {
   io::WaitList flush_done_;
   io::Mutex append_mutex_;
   ProducerStateManager producers_;
+  LeaderEpochCache epochs_;
+  // The first segment whose transaction index must be rebuilt at load.
+  int64_t txn_rebuild_from_ = INT64_MAX;
+  // The first offset the cleaner has not cleaned (Kafka's cleaner
+  // checkpoint; kept in memory, so a restart cleans from the start).
+  int64_t cleaner_position_ = 0;
   absl::Status failure_;
 };
 

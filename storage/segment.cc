@@ -9,6 +9,7 @@
 #include "fmt/format.h"
 #include "io/assert.h"
 #include "io/status.h"
+#include "net/codec/endian.h"
 
 namespace brook::storage {
 namespace {
@@ -47,8 +48,9 @@ std::string join_path(const std::string& dir, const std::string& name) {
 
 // --- SegmentScanner ---------------------------------------------------------
 
-SegmentScanner::SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode)
-    : file_(&file), position_(position), end_(end), mode_(mode) {}
+SegmentScanner::SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode,
+                               std::optional<int64_t> expected_base)
+    : file_(&file), position_(position), end_(end), mode_(mode), expected_base_(expected_base) {}
 
 io::Task<absl::Status> SegmentScanner::ensure(uint64_t from, size_t length) {
   if (from >= window_position_ && from + length <= window_position_ + window_.size()) {
@@ -66,7 +68,7 @@ io::Task<absl::Status> SegmentScanner::ensure(uint64_t from, size_t length) {
   co_return absl::OkStatus();
 }
 
-io::Task<absl::StatusOr<std::optional<ScannedBatch>>> SegmentScanner::next() {
+io::Task<absl::StatusOr<std::optional<ScannedBatch>>> SegmentScanner::next_once() {
   if (position_ >= end_) co_return std::nullopt;
   const uint64_t left = end_ - position_;
   if (left < net::kBatchHeaderBytes) {
@@ -84,13 +86,59 @@ io::Task<absl::StatusOr<std::optional<ScannedBatch>>> SegmentScanner::next() {
         "batch at position {} claims {} bytes; {} are left", position_, size, left));
   }
   ScannedBatch batch{position_, header, {}};
-  if (mode_ == Mode::kWhole) {
+  if (mode_ != Mode::kHeaders) {
     CO_RETURN_IF_ERROR(co_await ensure(position_, static_cast<size_t>(size)));
     batch.bytes = window_.slice(static_cast<size_t>(position_ - window_position_),
                                 static_cast<size_t>(size));
   }
   position_ += size;
   co_return batch;
+}
+
+io::Task<absl::StatusOr<std::optional<ScannedBatch>>> SegmentScanner::next() {
+  absl::StatusOr<std::optional<ScannedBatch>> batch;
+  for (int attempt = 0; attempt <= kCrcRereads; ++attempt) {
+    if (attempt > 0) window_ = io::Buffer();  // read the extent again
+    batch = co_await next_once();
+    if (!batch.ok()) {
+      if (!is_framing_error(batch.status())) co_return batch;
+      continue;
+    }
+    if (!batch->has_value() || mode_ != Mode::kVerified) co_return batch;
+    ScannedBatch& b = **batch;
+    absl::Status crc = net::verify_crc(b.header, b.bytes.span());
+    if (crc.ok()) {
+      // The base offset lies outside the CRC: one that does not follow the
+      // batch before (a gap left by compaction, or a corrupted read) is
+      // believed only when two more reads agree on it.
+      if (expected_base_.has_value() && b.header.base_offset != *expected_base_) {
+        CO_ASSIGN_OR_RETURN(std::optional<int64_t> base, co_await confirmed_base_offset(b.position));
+        if (!base.has_value()) {
+          co_return absl::DataLossError(
+              fmt::format("reads of the base offset at position {} disagree", b.position));
+        }
+        b.header.base_offset = *base;
+      }
+      expected_base_ = b.header.next_offset();
+      co_return batch;
+    }
+    position_ = b.position;  // not consumed
+    batch = crc;
+  }
+  co_return batch;
+}
+
+io::Task<absl::StatusOr<std::optional<int64_t>>> SegmentScanner::confirmed_base_offset(
+    uint64_t position) {
+  std::optional<int64_t> previous;
+  for (int attempt = 0; attempt <= kCrcRereads + 1; ++attempt) {
+    CO_ASSIGN_OR_RETURN(io::Buffer bytes, co_await file_->read_at(position, sizeof(int64_t)));
+    if (bytes.size() != sizeof(int64_t)) co_return std::nullopt;
+    const int64_t base = codec::load_be<int64_t>(bytes.span(), 0);
+    if (previous == base) co_return base;
+    previous = base;
+  }
+  co_return std::nullopt;
 }
 
 // --- Segment ----------------------------------------------------------------
@@ -122,6 +170,9 @@ io::Task<absl::StatusOr<std::unique_ptr<Segment>>> Segment::create(io::Disk& dis
   if (file->size() > 0) CO_RETURN_IF_ERROR(co_await file->truncate(0));
   std::unique_ptr<Segment> segment(
       new Segment(disk, std::move(dir), base_offset, config, std::move(file), now_ms));
+  // Index files left by an earlier segment of the same name describe other
+  // bytes.
+  CO_RETURN_IF_ERROR(co_await segment->remove_index_files());
   co_return segment;
 }
 
@@ -202,7 +253,17 @@ io::Task<absl::Status> Segment::append(std::span<const BatchSummary> batches,
 
 io::Task<absl::StatusOr<std::optional<ScannedBatch>>> Segment::find_batch(int64_t offset) {
   const OffsetPosition start = offset_index_.lookup(offset);
-  SegmentScanner scanner(*log_, start.position, size_, SegmentScanner::Mode::kHeaders);
+  absl::StatusOr<std::optional<ScannedBatch>> found = co_await find_batch_from(start.position, offset);
+  if (!found.ok() && is_framing_error(found.status()) && start.position > 0) {
+    // An index entry that does not land on a batch: scan from the start.
+    found = co_await find_batch_from(0, offset);
+  }
+  co_return found;
+}
+
+io::Task<absl::StatusOr<std::optional<ScannedBatch>>> Segment::find_batch_from(uint64_t position,
+                                                                              int64_t offset) {
+  SegmentScanner scanner(*log_, position, size_, SegmentScanner::Mode::kHeaders);
   while (true) {
     CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await scanner.next());
     if (!batch.has_value()) co_return std::nullopt;
@@ -244,24 +305,26 @@ io::Task<absl::StatusOr<io::Buffer>> Segment::read(uint64_t position, size_t max
   co_return bytes.slice(0, kept);
 }
 
-io::Task<absl::StatusOr<bool>> Segment::batch_valid(const ScannedBatch& batch,
-                                                    int64_t expected_base) {
-  const net::RecordBatchHeader& h = batch.header;
-  if (h.base_offset < expected_base || h.last_offset() - base_offset_ > kRelativeOffsetMax) {
-    co_return false;
+bool Segment::batch_in_order(const net::RecordBatchHeader& h, int64_t expected_base) const {
+  return h.base_offset >= expected_base && h.last_offset() - base_offset_ <= kRelativeOffsetMax;
+}
+
+io::Task<absl::StatusOr<std::optional<ScannedBatch>>> Segment::find_batch_confirmed(int64_t offset) {
+  std::optional<ScannedBatch> previous;
+  for (int attempt = 0; attempt <= kCrcRereads + 1; ++attempt) {
+    CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> found, co_await find_batch(offset));
+    const bool same = previous.has_value() == found.has_value() &&
+                      (!found.has_value() || (previous->position == found->position &&
+                                              previous->header == found->header));
+    if (attempt > 0 && same) co_return found;
+    previous = std::move(found);
   }
-  if (net::verify_crc(h, batch.bytes.span()).ok()) co_return true;
-  for (int attempt = 0; attempt < kCrcRereads; ++attempt) {
-    CO_ASSIGN_OR_RETURN(io::Buffer again, co_await log_->read_at(batch.position, batch.bytes.size()));
-    if (again.size() != batch.bytes.size()) co_return false;
-    absl::StatusOr<net::RecordBatchHeader> reparsed = net::parse_batch_header(again.span());
-    if (reparsed.ok() && *reparsed == h && net::verify_crc(h, again.span()).ok()) co_return true;
-  }
-  co_return false;
+  co_return absl::DataLossError(
+      fmt::format("segment {}: reads of the batch holding offset {} disagree", base_offset_, offset));
 }
 
 io::Task<absl::Status> Segment::remove_index_files() {
-  for (std::string_view suffix : {kIndexSuffix, kTimeIndexSuffix}) {
+  for (std::string_view suffix : {kIndexSuffix, kTimeIndexSuffix, kTxnIndexFileSuffix}) {
     absl::Status s = co_await disk_->remove(join_path(dir_, offset_file_name(base_offset_, suffix)));
     if (!s.ok() && s.code() != absl::StatusCode::kNotFound) co_return s;
   }
@@ -269,24 +332,62 @@ io::Task<absl::Status> Segment::remove_index_files() {
   co_return absl::OkStatus();
 }
 
-io::Task<absl::StatusOr<RecoverResult>> Segment::recover(const BatchVisitor& visit) {
+void Segment::append_aborted(const AbortedTxn& txn) {
+  txn_index_.append(txn);
+  indexes_persisted_ = false;
+}
+
+void Segment::clear_txn_index() {
+  txn_index_.clear();
+  txn_index_lost_ = false;
+  indexes_persisted_ = false;
+}
+
+io::Task<absl::Status> Segment::rewrite(uint64_t from, uint64_t to) {
+  // Bytes are believed when two reads agree, so a read corruption is not
+  // written back for good.
+  constexpr size_t kChunkBytes = 1 << 20;
+  for (uint64_t at = from; at < to;) {
+    const size_t length = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, to - at));
+    std::optional<io::Buffer> agreed;
+    CO_ASSIGN_OR_RETURN(io::Buffer previous, co_await log_->read_at(at, length));
+    for (int attempt = 0; attempt <= kCrcRereads && !agreed.has_value(); ++attempt) {
+      CO_ASSIGN_OR_RETURN(io::Buffer again, co_await log_->read_at(at, length));
+      if (again.size() == length && again == previous) agreed = std::move(again);
+      else previous = std::move(again);
+    }
+    if (!agreed.has_value()) {
+      co_return absl::DataLossError(
+          fmt::format("segment {}: reads at position {} disagree", base_offset_, at));
+    }
+    CO_RETURN_IF_ERROR(co_await log_->write_at(at, io::BufferChain(std::move(*agreed))));
+    at += length;
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<RecoverResult>> Segment::recover(const BatchVisitor& visit,
+                                                         int64_t rewrite_from_offset) {
   reset_indexes();
   // Index files on disk describe bytes this recovery may change: they go
   // (durably with the log's next directory sync) and are written afresh.
   CO_RETURN_IF_ERROR(co_await remove_index_files());
   RecoverResult result;
-  SegmentScanner scanner(*log_, 0, size_, SegmentScanner::Mode::kWhole);
+  std::optional<uint64_t> rewrite_position;
+  SegmentScanner scanner(*log_, 0, size_, SegmentScanner::Mode::kVerified, base_offset_);
   while (true) {
     const uint64_t position = scanner.position();
     absl::StatusOr<std::optional<ScannedBatch>> next = co_await scanner.next();
     if (!next.ok()) {
       if (!is_framing_error(next.status())) co_return next.status();
-      break;
+      break;  // torn, cut or corrupt on disk: the log ends here
     }
     if (!next->has_value()) break;
     const ScannedBatch& batch = **next;
-    CO_ASSIGN_OR_RETURN(bool valid, co_await batch_valid(batch, next_offset_));
-    if (!valid) break;
+    if (!batch_in_order(batch.header, next_offset_)) break;
+    if (!rewrite_position.has_value() && batch.header.last_offset() >= rewrite_from_offset) {
+      rewrite_position = position;
+    }
     index_batch(position, BatchSummary{batch.header.base_offset, batch.header.last_offset(),
                                        batch.header.max_timestamp,
                                        static_cast<uint32_t>(batch.bytes.size())});
@@ -294,13 +395,21 @@ io::Task<absl::StatusOr<RecoverResult>> Segment::recover(const BatchVisitor& vis
     ++result.batches;
     result.valid_bytes = scanner.position();
   }
-  result.truncated_bytes = size_ - result.valid_bytes;
-  if (result.truncated_bytes > 0) {
-    CO_RETURN_IF_ERROR(co_await log_->truncate(result.valid_bytes));
-    CO_RETURN_IF_ERROR(co_await log_->datasync());
-    size_ = result.valid_bytes;
-    synced_size_ = size_;
+  if (rewrite_position.has_value()) {
+    // Past the last successful flush, bytes that read back well may still
+    // live only in the page cache: a failed datasync of an earlier process
+    // can have dropped them from the write-back (fsyncgate), and a datasync
+    // now would not write them. Rewriting makes them dirty again, so the
+    // caller's sync really persists them.
+    CO_RETURN_IF_ERROR(co_await rewrite(*rewrite_position, result.valid_bytes));
   }
+  // Truncating even to the current size re-issues a truncation an earlier
+  // process may have lost to a failed datasync; the datasync makes it hold.
+  result.truncated_bytes = size_ - result.valid_bytes;
+  CO_RETURN_IF_ERROR(co_await log_->truncate(result.valid_bytes));
+  CO_RETURN_IF_ERROR(co_await log_->datasync());
+  size_ = result.valid_bytes;
+  synced_size_ = size_;
   result.next_offset = next_offset_;
   co_return result;
 }
@@ -321,7 +430,9 @@ io::Task<absl::Status> Segment::check_index_entry(OffsetPosition entry) {
 
 io::Task<absl::Status> Segment::rebuild_indexes_by_scan() {
   reset_indexes();
-  SegmentScanner scanner(*log_, 0, size_, SegmentScanner::Mode::kHeaders);
+  // Whole, verified batches: an index built from a corrupted read would be
+  // trusted until the segment is next rewritten.
+  SegmentScanner scanner(*log_, 0, size_, SegmentScanner::Mode::kVerified, base_offset_);
   while (true) {
     const uint64_t position = scanner.position();
     absl::StatusOr<std::optional<ScannedBatch>> batch = co_await scanner.next();
@@ -351,9 +462,22 @@ io::Task<absl::StatusOr<io::Buffer>> Segment::read_index_file(std::string_view s
   co_return bytes;
 }
 
+io::Task<absl::StatusOr<io::Buffer>> Segment::read_index_file_twice(std::string_view suffix) {
+  // Index files carry no checksum: a read is believed when the next one
+  // returns the same bytes.
+  CO_ASSIGN_OR_RETURN(io::Buffer previous, co_await read_index_file(suffix));
+  for (int attempt = 0; attempt <= kCrcRereads; ++attempt) {
+    CO_ASSIGN_OR_RETURN(io::Buffer again, co_await read_index_file(suffix));
+    if (again == previous) co_return again;
+    previous = std::move(again);
+  }
+  co_return absl::DataLossError(fmt::format("reads of the {} file of segment {} disagree", suffix,
+                                            base_offset_));
+}
+
 io::Task<absl::Status> Segment::load_index_files() {
-  CO_ASSIGN_OR_RETURN(io::Buffer offsets, co_await read_index_file(kIndexSuffix));
-  CO_ASSIGN_OR_RETURN(io::Buffer times, co_await read_index_file(kTimeIndexSuffix));
+  CO_ASSIGN_OR_RETURN(io::Buffer offsets, co_await read_index_file_twice(kIndexSuffix));
+  CO_ASSIGN_OR_RETURN(io::Buffer times, co_await read_index_file_twice(kTimeIndexSuffix));
   CO_ASSIGN_OR_RETURN(OffsetIndex oi,
                       OffsetIndex::decode(base_offset_, offset_entries_max_, offsets.span()));
   CO_ASSIGN_OR_RETURN(TimeIndex ti, TimeIndex::decode(base_offset_, time_entries_max_, times.span()));
@@ -365,7 +489,29 @@ io::Task<absl::Status> Segment::load_index_files() {
   co_return absl::OkStatus();
 }
 
+io::Task<absl::Status> Segment::load_txn_index() {
+  absl::StatusOr<io::Buffer> bytes = co_await read_index_file_twice(kTxnIndexFileSuffix);
+  if (!bytes.ok()) {
+    if (bytes.status().code() == absl::StatusCode::kNotFound) {
+      txn_index_.clear();
+      co_return absl::OkStatus();
+    }
+    co_return bytes.status();
+  }
+  absl::StatusOr<TransactionIndex> index = TransactionIndex::decode(bytes->span());
+  if (!index.ok() || !index->sanity_check(base_offset_).ok()) {
+    txn_index_lost_ = true;
+    co_return absl::OkStatus();
+  }
+  txn_index_ = std::move(*index);
+  co_return absl::OkStatus();
+}
+
 io::Task<absl::Status> Segment::load_indexes() {
+  if (absl::Status s = co_await load_txn_index(); !s.ok()) {
+    if (s.code() != absl::StatusCode::kDataLoss) co_return s;
+    txn_index_lost_ = true;
+  }
   absl::Status loaded = co_await load_index_files();
   if (!loaded.ok()) {
     if (loaded.code() != absl::StatusCode::kNotFound &&
@@ -385,12 +531,15 @@ io::Task<absl::Status> Segment::load_indexes() {
 }
 
 io::Task<absl::StatusOr<uint64_t>> Segment::truncate_to(int64_t offset) {
-  CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> first_removed, co_await find_batch(offset));
+  // A truncation acts on what it reads: two reads must agree on where.
+  CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> first_removed,
+                      co_await find_batch_confirmed(offset));
   if (!first_removed.has_value()) co_return uint64_t{0};
   const uint64_t position = first_removed->position;
   const uint64_t removed = size_ - position;
   offset_index_.truncate_to(offset);
   time_index_.truncate_to(offset);
+  txn_index_.truncate_to(offset);
   // The index files must never name batches past the log's end: shrink
   // them before the log.
   CO_RETURN_IF_ERROR(co_await persist_indexes());
@@ -443,6 +592,13 @@ io::Task<absl::Status> Segment::write_index_file(std::string_view suffix, io::Bu
 io::Task<absl::Status> Segment::persist_indexes() {
   CO_RETURN_IF_ERROR(co_await write_index_file(kIndexSuffix, offset_index_.encode()));
   CO_RETURN_IF_ERROR(co_await write_index_file(kTimeIndexSuffix, time_index_.encode()));
+  if (!txn_index_.empty()) {
+    CO_RETURN_IF_ERROR(co_await write_index_file(kTxnIndexFileSuffix, txn_index_.encode()));
+  } else {
+    absl::Status s = co_await disk_->remove(
+        join_path(dir_, offset_file_name(base_offset_, kTxnIndexFileSuffix)));
+    if (!s.ok() && s.code() != absl::StatusCode::kNotFound) co_return s;
+  }
   indexes_persisted_ = true;
   co_return absl::OkStatus();
 }
@@ -451,7 +607,7 @@ io::Task<absl::Status> Segment::close() { co_return co_await log_->close(); }
 
 io::Task<absl::Status> Segment::remove_files() {
   (void)co_await log_->close();
-  for (std::string_view suffix : {kLogSuffix, kIndexSuffix, kTimeIndexSuffix}) {
+  for (std::string_view suffix : {kLogSuffix, kIndexSuffix, kTimeIndexSuffix, kTxnIndexFileSuffix}) {
     absl::Status s = co_await disk_->remove(join_path(dir_, offset_file_name(base_offset_, suffix)));
     if (!s.ok() && s.code() != absl::StatusCode::kNotFound) co_return s;
   }

@@ -39,6 +39,7 @@
 #include "net/kafka/record_batch.h"
 #include "storage/index.h"
 #include "storage/log_config.h"
+#include "storage/txn_index.h"
 
 namespace brook::storage {
 
@@ -52,6 +53,8 @@ std::string join_path(const std::string& dir, const std::string& name);
 inline constexpr std::string_view kLogSuffix = ".log";
 inline constexpr std::string_view kIndexSuffix = ".index";
 inline constexpr std::string_view kTimeIndexSuffix = ".timeindex";
+// A segment written by the cleaner before it replaces the original.
+inline constexpr std::string_view kCleanedSuffix = ".cleaned";
 
 // What the segment needs to index one appended batch.
 struct BatchSummary {
@@ -71,22 +74,35 @@ struct ScannedBatch {
 // Reads the batches of a file one after another with large windowed reads.
 class SegmentScanner {
  public:
-  enum class Mode : uint8_t { kHeaders, kWhole };
-  SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode);
+  enum class Mode : uint8_t {
+    kHeaders,   // headers only (bytes empty)
+    kWhole,     // whole batches, unchecked
+    kVerified,  // whole batches whose CRC holds
+  };
+  // expected_base: the base offset the first batch should have, when known
+  // (kVerified confirms any other by reading it again).
+  SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode,
+                 std::optional<int64_t> expected_base = std::nullopt);
 
   // The next batch; std::nullopt at `end`. Errors: OutOfRange for a batch cut
   // by `end` (a partial tail), DataLoss / Unimplemented for bad framing (as
-  // net::parse_batch_header reports it), others from the file.
+  // net::parse_batch_header reports it) or a CRC mismatch (kVerified),
+  // others from the file. A framing or CRC failure is read again a few
+  // times first, so a corruption on the read path is not taken for bad
+  // bytes on disk.
   io::Task<absl::StatusOr<std::optional<ScannedBatch>>> next();
   uint64_t position() const { return position_; }
 
  private:
+  io::Task<absl::StatusOr<std::optional<ScannedBatch>>> next_once();
+  io::Task<absl::StatusOr<std::optional<int64_t>>> confirmed_base_offset(uint64_t position);
   io::Task<absl::Status> ensure(uint64_t from, size_t length);
 
   io::File* file_;
   uint64_t position_;
   uint64_t end_;
   Mode mode_;
+  std::optional<int64_t> expected_base_;
   io::Buffer window_;
   uint64_t window_position_ = 0;
 };
@@ -137,6 +153,12 @@ class Segment {
   int64_t offset_of_max_timestamp() const { return offset_of_max_timestamp_; }
   const OffsetIndex& offset_index() const { return offset_index_; }
   const TimeIndex& time_index() const { return time_index_; }
+  // Aborted transactions whose markers are in this segment (`.txnindex`).
+  const TransactionIndex& txn_index() const { return txn_index_; }
+  void append_aborted(const AbortedTxn& txn);
+  void clear_txn_index();
+  // Whether the `.txnindex` file failed to load (the log rebuilds it).
+  bool txn_index_lost() const { return txn_index_lost_; }
   uint64_t synced_bytes() const { return synced_size_; }
   io::File& file() { return *log_; }
   const std::string& dir() const { return dir_; }
@@ -159,8 +181,11 @@ class Segment {
 
   // Scans and validates every batch (see the header comment), calling
   // `visit` for each valid one in order.
+  // Batches from rewrite_from_offset on are written again (see segment.cc):
+  // pass the recovery point.
   using BatchVisitor = std::function<void(const ScannedBatch&)>;
-  io::Task<absl::StatusOr<RecoverResult>> recover(const BatchVisitor& visit);
+  io::Task<absl::StatusOr<RecoverResult>> recover(const BatchVisitor& visit,
+                                                  int64_t rewrite_from_offset);
 
   // Loads the index files, checking them against the log; rebuilds them by
   // a scan when they are missing or fail. Returns DataLoss when the scan
@@ -171,11 +196,19 @@ class Segment {
   // bytes removed. The truncation is durable when this returns.
   io::Task<absl::StatusOr<uint64_t>> truncate_to(int64_t offset);
 
+  // Removes the index files (the caller syncs the directory).
+  io::Task<absl::Status> remove_index_files();
+  // Rebuilds the offset and time indexes from a verified scan (DataLoss on a
+  // bad batch).
+  io::Task<absl::Status> rebuild_indexes() { return rebuild_indexes_by_scan(); }
+
   // Makes the log file durable.
   io::Task<absl::Status> sync();
   // Adds the final time index entry (Kafka's onBecomeInactiveSegment).
   void on_become_inactive();
-  // Writes the index files and syncs them (after roll, at clean close).
+  // Writes the index files (`.index`, `.timeindex`, and `.txnindex` when
+  // there are aborted transactions) and syncs them (after roll, at clean
+  // close).
   io::Task<absl::Status> persist_indexes();
   bool indexes_persisted() const { return indexes_persisted_; }
 
@@ -188,13 +221,20 @@ class Segment {
           std::unique_ptr<io::File> log, int64_t now_ms);
   void index_batch(uint64_t position, const BatchSummary& batch);
   void reset_indexes();
-  io::Task<absl::StatusOr<bool>> batch_valid(const ScannedBatch& batch, int64_t expected_base);
+  bool batch_in_order(const net::RecordBatchHeader& h, int64_t expected_base) const;
+
   io::Task<absl::Status> write_index_file(std::string_view suffix, io::Buffer bytes);
   io::Task<absl::Status> check_index_entry(OffsetPosition entry);
   io::Task<absl::Status> rebuild_indexes_by_scan();
   io::Task<absl::StatusOr<io::Buffer>> read_index_file(std::string_view suffix);
   io::Task<absl::Status> load_index_files();
-  io::Task<absl::Status> remove_index_files();
+  io::Task<absl::Status> load_txn_index();
+  io::Task<absl::StatusOr<io::Buffer>> read_index_file_twice(std::string_view suffix);
+  io::Task<absl::StatusOr<std::optional<ScannedBatch>>> find_batch_from(uint64_t position,
+                                                                        int64_t offset);
+  io::Task<absl::Status> rewrite(uint64_t from, uint64_t to);
+  // find_batch, repeated until two scans agree.
+  io::Task<absl::StatusOr<std::optional<ScannedBatch>>> find_batch_confirmed(int64_t offset);
 
   io::Disk* disk_;
   std::string dir_;
@@ -205,6 +245,8 @@ class Segment {
   std::unique_ptr<io::File> log_;
   OffsetIndex offset_index_;
   TimeIndex time_index_;
+  TransactionIndex txn_index_;
+  bool txn_index_lost_ = false;
   uint64_t size_ = 0;
   uint64_t synced_size_ = 0;
   int64_t next_offset_;
