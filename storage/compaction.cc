@@ -18,6 +18,7 @@
 #include "io/assert.h"
 #include "io/status.h"
 #include "net/codec/compression.h"
+#include "net/codec/endian.h"
 #include "net/codec/varint.h"
 
 namespace brook::storage {
@@ -104,15 +105,7 @@ absl::StatusOr<std::vector<net::Record>> batch_records(const net::BatchView& bat
 
 // --- encoding ------------------------------------------------------------------
 
-template <typename T>
-void store_be(std::byte* out, T value) {
-  using U = std::make_unsigned_t<T>;
-  auto v = static_cast<U>(value);
-  for (size_t i = sizeof(T); i > 0; --i) {
-    out[i - 1] = static_cast<std::byte>(v & 0xff);
-    v = static_cast<U>(v >> 8);
-  }
-}
+using codec::store_be;
 
 void write_header(const net::RecordBatchHeader& h, std::byte* out) {
   store_be(out + net::kBatchBaseOffsetOffset, h.base_offset);
