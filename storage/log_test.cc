@@ -636,7 +636,7 @@ class CrashRun {
         note("roll");
         (void)run_op(log_->roll());
       } else if (op < 92) {
-        if (truncations_) do_truncate();
+        do_truncate();
       } else {
         check_contents();
       }
@@ -845,10 +845,6 @@ class CrashRun {
         ASSERT_EQ(b->value()->header.last_offset(), e.offset) << describe();
       }
     }
-    if (!check_producers_) {
-      disk_.set_faults(faults_);
-      return;
-    }
     // Producer state: the last surviving batch of each producer.
     std::map<int64_t, int32_t> last_sequence;
     for (const ModelBatch& b : model_) {
@@ -885,9 +881,6 @@ class CrashRun {
   size_t durable_ = 0;
   int64_t recovery_point_ = 0;
   bool truncated_ = false;
- public:
-  bool truncations_ = true;
-  bool check_producers_ = true;
 };
 
 // Seeded runs of appends, flushes, rolls, truncations, clean and unclean
