@@ -418,6 +418,47 @@ TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   EXPECT_EQ(log->leader_epochs().latest_entry(), (EpochEntry{9, 6}));
 }
 
+TEST_F(LogTest, SegmentsRollBySegmentMs) {
+  config_.segment_ms = 60'000;
+  std::unique_ptr<Log> log = open();
+  const int64_t now = io::to_ms(clock_.wall_now());
+  append(*log, {.timestamp_ms = now});
+  append(*log, {.timestamp_ms = now});
+  EXPECT_EQ(log->segment_count(), 1u);
+  clock_.jump_wall(std::chrono::seconds(61));
+  // The first batch of the active segment is now older than segment.ms.
+  append(*log, {.timestamp_ms = io::to_ms(clock_.wall_now())});
+  EXPECT_EQ(log->segment_count(), 2u);
+  EXPECT_EQ(log->segments().rbegin()->first, 2);
+  // A roll flushes the finished segment.
+  EXPECT_GE(log->recovery_point(), 2);
+}
+
+TEST_F(LogTest, FlushMessagesAndFlushMs) {
+  config_.flush_messages = 5;
+  std::unique_ptr<Log> log = open();
+  append(*log, {.records = 2});
+  append(*log, {.records = 2});
+  EXPECT_EQ(log->recovery_point(), 0);
+  append(*log, {.records = 2});  // six unflushed records: flush
+  EXPECT_EQ(log->recovery_point(), 6);
+
+  config_.flush_messages = kNoLimit;
+  config_.flush_ms = 1'000;
+  log->set_config(config_);
+  append(*log, {.records = 1});
+  ASSERT_TRUE(run(ex_, log->maybe_flush_by_time()).ok());
+  EXPECT_EQ(log->recovery_point(), 6);  // the last flush is recent
+  // Virtual time moves only with events: sleep on the executor's clock.
+  run(ex_, [](sim::TestClock* clock) -> io::Task<void> {
+    co_await clock->sleep_for(std::chrono::milliseconds(1'500));
+  }(&clock_));
+  ASSERT_TRUE(run(ex_, log->maybe_flush_by_time()).ok());
+  EXPECT_EQ(log->recovery_point(), 7);
+  disk_.crash();
+  EXPECT_EQ(open()->log_end_offset(), 7);
+}
+
 // --- compaction ----------------------------------------------------------------
 
 // What a consumer reading the whole log ends up with: the last value of
