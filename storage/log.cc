@@ -323,7 +323,7 @@ struct ValidatedBatch {
 std::optional<Rejection> validate_client_batch(const net::BatchView& batch, const LogConfig& config,
                                                AppendOrigin origin, int64_t now_ms,
                                                std::vector<RecordError>* record_errors,
-                                               int32_t batch_index) {
+                                               int32_t batch_index, int64_t* max_timestamp_ms) {
   const net::RecordBatchHeader& h = batch.header;
   if (h.records_count <= 0) {
     return Rejection{net::Error::kInvalidRecord, "a batch must hold at least one record"};
@@ -344,8 +344,10 @@ std::optional<Rejection> validate_client_batch(const net::BatchView& batch, cons
   absl::StatusOr<std::vector<net::Record>> records =
       net::decode_records(batch.bytes, kValidationDecompressedBytesMax);
   if (!records.ok()) return rejection_for(records.status());
+  *max_timestamp_ms = net::kNoTimestamp;
   for (size_t i = 0; i < records->size(); ++i) {
     const net::Record& r = (*records)[i];
+    *max_timestamp_ms = std::max(*max_timestamp_ms, net::record_timestamp(h, r));
     if (r.offset_delta != static_cast<int32_t>(i)) {
       record_errors->push_back({batch_index, static_cast<int32_t>(i), "record offset out of order"});
       return Rejection{net::Error::kInvalidRecord,
@@ -400,7 +402,8 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
       if (leader) {
         if (std::optional<Rejection> r =
                 validate_client_batch(batch.view, config_, origin, now, &result.record_errors,
-                                      static_cast<int32_t>(batches.size()))) {
+                                      static_cast<int32_t>(batches.size()),
+                                      &batch.max_timestamp_ms)) {
           result.error = r->error;
           result.error_message = r->message;
           co_return result;
@@ -452,6 +455,14 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
         h.attributes = static_cast<int16_t>(h.attributes | net::kBatchTimestampTypeBit);
         h.max_timestamp = now;
         codec::store_be<int16_t>(batch_out + net::kBatchAttributesOffset, h.attributes);
+        codec::store_be<int64_t>(batch_out + net::kBatchMaxTimestampOffset, h.max_timestamp);
+        h.crc = net::compute_batch_crc({batch_out, h.size_bytes()});
+        codec::store_be<uint32_t>(batch_out + net::kBatchCrcOffset, h.crc);
+      } else if (!h.is_control() && b.max_timestamp_ms != h.max_timestamp &&
+                 h.timestamp_type() == net::TimestampType::kCreateTime) {
+        // The header's maxTimestamp is the client's claim: store the
+        // records' own largest timestamp, as Kafka does.
+        h.max_timestamp = b.max_timestamp_ms;
         codec::store_be<int64_t>(batch_out + net::kBatchMaxTimestampOffset, h.max_timestamp);
         h.crc = net::compute_batch_crc({batch_out, h.size_bytes()});
         codec::store_be<uint32_t>(batch_out + net::kBatchCrcOffset, h.crc);
@@ -1009,8 +1020,9 @@ io::Task<absl::StatusOr<std::optional<TimestampOffset>>> Log::offset_for_timesta
     const int64_t from = std::max(hint.offset, log_start_offset_);
     CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> first, co_await segment->find_batch(from));
     if (!first.has_value()) continue;
+    // A lookup lands near its batch: small reads.
     SegmentScanner scanner(segment->file(), first->position, segment->size_bytes(),
-                           SegmentScanner::Mode::kWhole);
+                           SegmentScanner::Mode::kWhole, std::nullopt, size_t{64} << 10);
     while (true) {
       CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await scanner.next());
       if (!batch.has_value()) break;

@@ -25,6 +25,12 @@
 //          [--compact-keys 10000] [--compact-value-bytes 256] [--pin-cpu C]
 //          [--only append,read,lookup,recovery,compact] [--breakdown 1]
 //
+// --breakdown 1 adds where the time goes: the log's CPU per batch for each
+// step of an append, what one io::File::read_at costs by size, and a plain
+// scan (and scan + rewrite + fdatasync) of the recovered files. --pin-cpu
+// pins the process (and io_uring's workers) to one CPU, as `brook bench
+// file` does. Results: docs/benchmarks.md.
+//
 // Timed cases interleave their contestants round by round (the order
 // rotates) and print medians, so load from other processes falls on all of
 // them alike. A bench is not logic code: clocks, threads and syscalls are

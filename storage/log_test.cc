@@ -459,6 +459,43 @@ TEST_F(LogTest, FlushMessagesAndFlushMs) {
   EXPECT_EQ(open()->log_end_offset(), 7);
 }
 
+// A base offset near INT64_MAX (outside the CRC, so anything may sit there)
+// must end recovery, not wrap the log's offsets.
+TEST_F(LogTest, RecoveryRejectsBatchesWhoseOffsetsWrap) {
+  io::Buffer batch = make_batch({.records = 5});
+  io::Buffer bytes = io::Buffer::copy_of(batch.span());
+  codec::store_be<int64_t>(bytes.mutable_data() + net::kBatchBaseOffsetOffset, INT64_MAX - 1);
+  ASSERT_TRUE(run(ex_, disk_.make_dir("topic-0")).ok());
+  absl::StatusOr<std::unique_ptr<io::File>> f =
+      run(ex_, disk_.open("topic-0/00000000000000000000.log", io::OpenMode::kCreate));
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(run(ex_, (*f)->append(chain_of(bytes.view()))).ok());
+  ASSERT_TRUE(run(ex_, (*f)->append(chain_of(batch.view()))).ok());
+  ASSERT_TRUE(run(ex_, (*f)->datasync()).ok());
+  std::unique_ptr<Log> log = open();
+  EXPECT_EQ(log->log_end_offset(), 0);
+  EXPECT_EQ(append(*log, {}).first_offset, 0);
+}
+
+// The header's maxTimestamp is the client's claim; the log stores the
+// records' own (a claim near INT64_MIN once overflowed the roll check).
+TEST_F(LogTest, ClientMaxTimestampIsReplacedByTheRecords) {
+  config_.segment_ms = 1000;
+  std::unique_ptr<Log> log = open();
+  io::Buffer batch = make_batch({.records = 2, .timestamp_ms = 5'000});
+  io::Buffer lying = io::Buffer::copy_of(batch.span());
+  codec::store_be<int64_t>(lying.mutable_data() + net::kBatchMaxTimestampOffset, INT64_MIN + 5);
+  const uint32_t crc = net::compute_batch_crc(lying.span());
+  codec::store_be<uint32_t>(lying.mutable_data() + net::kBatchCrcOffset, crc);
+  absl::StatusOr<AppendResult> r = run(ex_, log->append_as_leader(lying, 0));
+  ASSERT_TRUE(r.ok() && r->ok());
+  append(*log, {});
+  std::vector<net::BatchView> all = read_all(*log, 0);
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all[0].header.max_timestamp, 5'001);
+  EXPECT_TRUE(net::verify_crc(all[0].header, all[0].bytes.span()).ok());
+}
+
 // --- compaction ----------------------------------------------------------------
 
 // What a consumer reading the whole log ends up with: the last value of

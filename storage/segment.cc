@@ -14,8 +14,11 @@
 namespace brook::storage {
 namespace {
 
-// Reads of a scan fetch this much at a time.
+// Reads of a scan fetch this much at a time: whole-batch scans (recovery,
+// replay) read big windows; header scans (lookups) small ones, since a
+// lookup lands at most index.interval.bytes before its batch.
 constexpr size_t kScanWindowBytes = 1 << 20;
+constexpr size_t kHeaderScanWindowBytes = 16 << 10;
 // A batch that fails its CRC is read again this many times before recovery
 // believes the bytes on disk are bad.
 constexpr int kCrcRereads = 3;
@@ -49,15 +52,22 @@ std::string join_path(const std::string& dir, const std::string& name) {
 // --- SegmentScanner ---------------------------------------------------------
 
 SegmentScanner::SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode,
-                               std::optional<int64_t> expected_base)
-    : file_(&file), position_(position), end_(end), mode_(mode), expected_base_(expected_base) {}
+                               std::optional<int64_t> expected_base, size_t window_bytes)
+    : file_(&file),
+      position_(position),
+      end_(end),
+      mode_(mode),
+      expected_base_(expected_base),
+      window_bytes_(window_bytes != 0                ? window_bytes
+                    : mode == Mode::kHeaders ? kHeaderScanWindowBytes
+                                             : kScanWindowBytes) {}
 
 io::Task<absl::Status> SegmentScanner::ensure(uint64_t from, size_t length) {
   if (from >= window_position_ && from + length <= window_position_ + window_.size()) {
     co_return absl::OkStatus();
   }
   const size_t want = static_cast<size_t>(
-      std::min<uint64_t>(std::max(length, kScanWindowBytes), end_ - from));
+      std::min<uint64_t>(std::max(length, window_bytes_), end_ - from));
   CO_ASSIGN_OR_RETURN(io::Buffer bytes, co_await file_->read_at(from, want));
   window_ = std::move(bytes);
   window_position_ = from;
@@ -196,11 +206,13 @@ bool Segment::should_roll(const LogConfig& config, const RollCheck& check) const
   if (size_ == 0) return false;
   const int64_t rolling_base =
       rolling_base_timestamp_ms_ != net::kNoTimestamp ? rolling_base_timestamp_ms_ : created_ms_;
+  // In 128 bits: timestamps come from clients and may be anything.
   const bool reached_roll_ms =
-      check.now_ms - rolling_base > config.segment_ms - config.segment_jitter_ms;
+      static_cast<__int128>(check.now_ms) - rolling_base >
+      static_cast<__int128>(config.segment_ms) - config.segment_jitter_ms;
   return size_ + check.incoming_bytes > config.segment_bytes || reached_roll_ms ||
          offset_index_.full() || time_index_.full() ||
-         check.max_offset - base_offset_ > kRelativeOffsetMax ||
+         static_cast<__int128>(check.max_offset) - base_offset_ > kRelativeOffsetMax ||
          size_ + check.incoming_bytes > std::numeric_limits<int32_t>::max();
 }
 
@@ -306,7 +318,12 @@ io::Task<absl::StatusOr<io::Buffer>> Segment::read(uint64_t position, size_t max
 }
 
 bool Segment::batch_in_order(const net::RecordBatchHeader& h, int64_t expected_base) const {
-  return h.base_offset >= expected_base && h.last_offset() - base_offset_ <= kRelativeOffsetMax;
+  // In 128 bits: a base offset near INT64_MAX must not wrap (it lies outside
+  // the CRC, so a file may hold anything there).
+  const __int128 base = h.base_offset;
+  const __int128 last = base + h.last_offset_delta;
+  return base >= expected_base && base >= base_offset_ &&
+         last - base_offset_ <= kRelativeOffsetMax && last < INT64_MAX;
 }
 
 io::Task<absl::StatusOr<std::optional<ScannedBatch>>> Segment::find_batch_confirmed(int64_t offset) {
@@ -443,7 +460,7 @@ io::Task<absl::Status> Segment::rebuild_indexes_by_scan() {
     }
     if (!batch->has_value()) break;
     const net::RecordBatchHeader& h = (*batch)->header;
-    if (h.base_offset < next_offset_ || h.last_offset() - base_offset_ > kRelativeOffsetMax) {
+    if (!batch_in_order(h, next_offset_)) {
       co_return absl::DataLossError(
           fmt::format("batch at position {} of segment {} is out of order", position, base_offset_));
     }

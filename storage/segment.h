@@ -81,8 +81,10 @@ class SegmentScanner {
   };
   // expected_base: the base offset the first batch should have, when known
   // (kVerified confirms any other by reading it again).
+  // window_bytes: how much one read fetches (0: by mode, 16 KiB for headers,
+  // 1 MiB for whole batches).
   SegmentScanner(io::File& file, uint64_t position, uint64_t end, Mode mode,
-                 std::optional<int64_t> expected_base = std::nullopt);
+                 std::optional<int64_t> expected_base = std::nullopt, size_t window_bytes = 0);
 
   // The next batch; std::nullopt at `end`. Errors: OutOfRange for a batch cut
   // by `end` (a partial tail), DataLoss / Unimplemented for bad framing (as
@@ -103,6 +105,7 @@ class SegmentScanner {
   uint64_t end_;
   Mode mode_;
   std::optional<int64_t> expected_base_;
+  size_t window_bytes_;
   io::Buffer window_;
   uint64_t window_position_ = 0;
 };
