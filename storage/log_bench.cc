@@ -73,16 +73,6 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr const char* kLogDir = "t-0";
 
-// Record timestamps start at the wall clock's now: segment.ms counts from
-// the first batch's timestamp, so old timestamps would roll a segment at
-// every append.
-int64_t base_timestamp_ms() {
-  static const int64_t base = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count();
-  return base;
-}
-
 double seconds_since(SteadyClock::time_point start) {
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
@@ -248,12 +238,15 @@ class ScratchDir {
 // a value of value_bytes random bytes: every batch distinct. Offsets start
 // at 0 in each (the log assigns its own); timestamps increase by 1 ms per
 // record across the batches.
+// Record timestamps start at first_timestamp_ms, the loop's wall clock:
+// segment.ms counts from the first batch's timestamp, so old timestamps
+// would roll a segment at every append.
 std::vector<io::Buffer> make_batches(size_t count, size_t records_per_batch, size_t value_bytes,
-                                     uint64_t seed) {
+                                     uint64_t seed, int64_t first_timestamp_ms) {
   std::vector<io::Buffer> out;
   out.reserve(count);
   std::vector<uint64_t> words((value_bytes + 7) / 8);
-  int64_t timestamp = base_timestamp_ms();
+  int64_t timestamp = first_timestamp_ms;
   for (size_t b = 0; b < count; ++b) {
     net::RecordBatchBuilder builder(net::RecordBatchOptions{});
     for (size_t r = 0; r < records_per_batch; ++r) {
@@ -579,6 +572,9 @@ void bench_read_and_lookup(io::uring::Loop& loop, const Options& o,
   }
   if (lookups) {
     const int64_t records = log.log_end_offset();
+    absl::StatusOr<net::RecordBatchHeader> first = net::parse_batch_header(batches.front().span());
+    check(first.status(), "the first batch");
+    const int64_t first_ms = first->base_timestamp;
     std::vector<double> by_offset;
     std::vector<double> by_time;
     for (uint64_t round = 0; round < o.rounds; ++round) {
@@ -586,7 +582,7 @@ void bench_read_and_lookup(io::uring::Loop& loop, const Options& o,
       check(ns.status(), "offset lookups");
       by_offset.push_back(*ns);
       ns = run(loop, lookup_timestamps(&log, std::max<uint64_t>(o.lookups / 10, 1),
-                                       base_timestamp_ms(), base_timestamp_ms() + records - 1));
+                                       first_ms, first_ms + records - 1));
       check(ns.status(), "timestamp lookups");
       by_time.push_back(*ns);
     }
@@ -730,7 +726,9 @@ void bench_compaction(const Options& o) {
   uint64_t seed = 17;
   std::string segment;
   int64_t offset = 0;
-  int64_t timestamp = base_timestamp_ms();
+  // In memory only, no segment.ms: any fixed start will do.
+  constexpr int64_t kFirstTimestampMs = 1'700'000'000'000;
+  int64_t timestamp = kFirstTimestampMs;
   while (segment.size() < (o.compact_mib << 20)) {
     net::RecordBatchOptions options;
     options.base_offset = offset;
@@ -769,7 +767,7 @@ void bench_compaction(const Options& o) {
     }
     TxnTracker clean_txns;
     CleanOptions options;
-    options.current_time_ms = base_timestamp_ms() + offset;
+    options.current_time_ms = kFirstTimestampMs + offset;
     options.delete_retention_ms = 24 * 3600 * 1000LL;
     options.round_end_offset = map.latest_offset() + 1;
     start = SteadyClock::now();
@@ -833,7 +831,7 @@ int bench_main(int argc, char** argv) {
     // Batch count for --append-mib of batch bytes (a batch is a little
     // more than batch_kib: keys and record framing).
     const size_t count = std::max<size_t>(1, (o->append_mib << 10) / o->batch_kib);
-    batches = make_batches(count, per_batch, value_bytes, 5);
+    batches = make_batches(count, per_batch, value_bytes, 5, io::to_ms((*loop)->wall_now()));
   }
   if (o->runs("append")) {
     bench_append(**loop, *o, batches);
