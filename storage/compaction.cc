@@ -24,7 +24,6 @@
 namespace brook::storage {
 namespace {
 
-constexpr size_t kInt32Max = static_cast<size_t>(std::numeric_limits<int32_t>::max());
 // Attribute bits a rebuilt batch copies: codec, timestamp type, transactional,
 // control. Bit 6 (delete horizon) is decided anew; higher bits are unused.
 constexpr int16_t kCopiedAttributesMask = codec::kCompressionAttributeMask |
@@ -105,122 +104,6 @@ absl::StatusOr<std::vector<net::Record>> batch_records(const net::BatchView& bat
 
 // --- encoding ------------------------------------------------------------------
 
-using codec::store_be;
-
-void write_header(const net::RecordBatchHeader& h, std::byte* out) {
-  store_be(out + net::kBatchBaseOffsetOffset, h.base_offset);
-  store_be(out + net::kBatchLengthOffset, h.batch_length);
-  store_be(out + net::kBatchPartitionLeaderEpochOffset, h.partition_leader_epoch);
-  store_be(out + net::kBatchMagicOffset, h.magic);
-  store_be(out + net::kBatchCrcOffset, h.crc);
-  store_be(out + net::kBatchAttributesOffset, h.attributes);
-  store_be(out + net::kBatchLastOffsetDeltaOffset, h.last_offset_delta);
-  store_be(out + net::kBatchBaseTimestampOffset, h.base_timestamp);
-  store_be(out + net::kBatchMaxTimestampOffset, h.max_timestamp);
-  store_be(out + net::kBatchProducerIdOffset, h.producer_id);
-  store_be(out + net::kBatchProducerEpochOffset, h.producer_epoch);
-  store_be(out + net::kBatchBaseSequenceOffset, h.base_sequence);
-  store_be(out + net::kBatchRecordsCountOffset, h.records_count);
-}
-
-// Fills in batchLength and the CRC of a batch whose other bytes are written.
-void seal_batch(net::RecordBatchHeader& h, io::Buffer& batch) {
-  BROOK_ASSERT(batch.size() >= net::kBatchHeaderBytes);
-  BROOK_ASSERT(batch.size() - net::kBatchLogOverheadBytes <= kInt32Max);
-  h.batch_length = static_cast<int32_t>(batch.size() - net::kBatchLogOverheadBytes);
-  h.crc = 0;
-  write_header(h, batch.mutable_data());
-  h.crc = net::compute_batch_crc(batch.span());
-  store_be(batch.mutable_data() + net::kBatchCrcOffset, h.crc);
-}
-
-size_t nullable_bytes(const std::optional<io::Buffer>& b) {
-  if (!b) return codec::size_of_varint(-1);
-  return codec::size_of_varint(static_cast<int32_t>(b->size())) + b->size();
-}
-
-// The bytes after a record's length varint. Parsed fields fit an int32.
-size_t record_body_bytes(const net::Record& r, int64_t timestamp_delta) {
-  size_t n = 1 + codec::size_of_varlong(timestamp_delta) + codec::size_of_varint(r.offset_delta) +
-             nullable_bytes(r.key) + nullable_bytes(r.value) +
-             codec::size_of_varint(static_cast<int32_t>(r.headers.size()));
-  for (const net::RecordHeader& h : r.headers) {
-    n += codec::size_of_varint(static_cast<int32_t>(h.key.size())) + h.key.size() +
-         nullable_bytes(h.value);
-  }
-  return n;
-}
-
-class Writer {
- public:
-  explicit Writer(std::byte* out) : p_(out) {}
-  std::byte* position() const { return p_; }
-  void i8(int8_t v) { *p_++ = static_cast<std::byte>(v); }
-  void varint(int32_t v) { p_ += codec::encode_varint(v, p_); }
-  void varlong(int64_t v) { p_ += codec::encode_varlong(v, p_); }
-  void bytes(std::span<const std::byte> b) {
-    varint(static_cast<int32_t>(b.size()));
-    if (!b.empty()) std::memcpy(p_, b.data(), b.size());
-    p_ += b.size();
-  }
-  void nullable(const std::optional<io::Buffer>& b) {
-    if (b) {
-      bytes(b->span());
-    } else {
-      varint(-1);
-    }
-  }
-
- private:
-  std::byte* p_;
-};
-
-void write_record(Writer& w, const net::Record& r, size_t body, int64_t timestamp_delta) {
-  w.varint(static_cast<int32_t>(body));
-  std::byte* const body_start = w.position();
-  w.i8(0);  // record attributes: unused by format v2, written as 0 as Kafka does
-  w.varlong(timestamp_delta);
-  w.varint(r.offset_delta);
-  w.nullable(r.key);
-  w.nullable(r.value);
-  w.varint(static_cast<int32_t>(r.headers.size()));
-  for (const net::RecordHeader& h : r.headers) {
-    w.bytes(std::as_bytes(std::span(h.key.data(), h.key.size())));
-    w.nullable(h.value);
-  }
-  BROOK_ASSERT_EQ(static_cast<size_t>(w.position() - body_start), body);
-}
-
-// The records, encoded at `offset` of a fresh buffer of offset + records
-// bytes, timestamps relative to `base_timestamp`.
-absl::StatusOr<io::Buffer> encode_records(const net::RecordBatchHeader& original,
-                                          std::span<const net::Record* const> records,
-                                          int64_t base_timestamp, size_t offset) {
-  std::vector<size_t> bodies(records.size());
-  size_t total = 0;
-  for (size_t i = 0; i < records.size(); ++i) {
-    const int64_t delta =
-        wrapping_sub(net::record_timestamp(original, *records[i]), base_timestamp);
-    bodies[i] = record_body_bytes(*records[i], delta);
-    if (bodies[i] <= kInt32Max) {
-      total += codec::size_of_varint(static_cast<int32_t>(bodies[i])) + bodies[i];
-    }
-    if (bodies[i] > kInt32Max || total > kInt32Max - net::kBatchHeaderBytes) {
-      return absl::InvalidArgumentError(fmt::format(
-          "cleaned batch at offset {} is too large for a batch", original.base_offset));
-    }
-  }
-  io::Buffer out = io::Buffer::allocate(offset + total);
-  Writer w(out.mutable_data() + offset);
-  for (size_t i = 0; i < records.size(); ++i) {
-    const int64_t delta =
-        wrapping_sub(net::record_timestamp(original, *records[i]), base_timestamp);
-    write_record(w, *records[i], bodies[i], delta);
-  }
-  BROOK_ASSERT(w.position() == out.mutable_data() + out.size());
-  return out;
-}
-
 // The largest timestamp of the records (CreateTime) or the batch's log append
 // time, as Kafka's builder computes maxTimestamp.
 int64_t max_timestamp_of(const net::RecordBatchHeader& h,
@@ -238,28 +121,25 @@ absl::StatusOr<io::Buffer> rebuild_batch(const net::RecordBatchHeader& original,
                                          std::span<const net::Record* const> records,
                                          std::optional<int64_t> delete_horizon_ms) {
   BROOK_ASSERT(!records.empty());
-  ASSIGN_OR_RETURN(const codec::Compression compression,
-                   codec::compression_from_attributes(original.attributes));
   net::RecordBatchHeader h = original;
   h.attributes = static_cast<int16_t>((original.attributes & kCopiedAttributesMask) |
                                       (delete_horizon_ms ? net::kBatchDeleteHorizonBit : 0));
   h.base_timestamp = delete_horizon_ms.value_or(net::record_timestamp(original, *records[0]));
   h.max_timestamp = max_timestamp_of(original, records);
-  h.records_count = static_cast<int32_t>(records.size());
-  const bool compressed = compression != codec::Compression::kNone;
-  ASSIGN_OR_RETURN(io::Buffer batch,
-                   encode_records(original, records, h.base_timestamp,
-                                  compressed ? 0 : net::kBatchHeaderBytes));
-  if (compressed) {
-    ASSIGN_OR_RETURN(const io::Buffer payload, codec::compress(compression, batch.span()));
-    if (payload.size() > kInt32Max - net::kBatchHeaderBytes) {
-      return absl::InvalidArgumentError(fmt::format(
-          "cleaned batch at offset {} is too large for a batch", original.base_offset));
-    }
-    batch = io::Buffer::allocate(net::kBatchHeaderBytes + payload.size());
-    std::memcpy(batch.mutable_data() + net::kBatchHeaderBytes, payload.data(), payload.size());
+  // Offset deltas stay; timestamps move to the new base.
+  std::vector<net::Record> rebased;
+  rebased.reserve(records.size());
+  for (const net::Record* r : records) {
+    net::Record copy = *r;
+    copy.timestamp_delta = wrapping_sub(net::record_timestamp(original, *r), h.base_timestamp);
+    rebased.push_back(std::move(copy));
   }
-  seal_batch(h, batch);
+  absl::StatusOr<io::Buffer> batch = net::encode_batch(h, rebased);
+  if (!batch.ok()) {
+    return absl::InvalidArgumentError(fmt::format("cleaned batch at offset {}: {}",
+                                                  original.base_offset,
+                                                  std::string(batch.status().message())));
+  }
   return batch;
 }
 
@@ -271,10 +151,9 @@ io::Buffer empty_batch(const net::RecordBatchHeader& original) {
                                       (net::kBatchTimestampTypeBit | net::kBatchTransactionalBit |
                                        net::kBatchControlBit));
   h.base_timestamp = net::kNoTimestamp;
-  h.records_count = 0;
-  io::Buffer batch = io::Buffer::allocate(net::kBatchHeaderBytes);
-  seal_batch(h, batch);
-  return batch;
+  absl::StatusOr<io::Buffer> batch = net::encode_batch(h, {});
+  BROOK_ASSERT(batch.ok());
+  return *std::move(batch);
 }
 
 // --- cleaning decisions --------------------------------------------------------

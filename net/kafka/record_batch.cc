@@ -433,12 +433,12 @@ size_t nullable_size(const std::optional<io::Buffer>& b) {
 
 // The bytes after a record's length varint; 0 if a field is too long for
 // the format (every real body is at least 6 bytes).
-size_t record_body_size(const NewRecord& r, int64_t timestamp_delta, int32_t offset_delta) {
+size_t record_body_size(const Record& r) {
   const auto too_long = [](const std::optional<io::Buffer>& b) {
     return b.has_value() && b->size() > kInt32Max;
   };
   if (too_long(r.key) || too_long(r.value) || r.headers.size() > kInt32Max) return 0;
-  size_t n = 1 + codec::size_of_varlong(timestamp_delta) + codec::size_of_varint(offset_delta) +
+  size_t n = 1 + codec::size_of_varlong(r.timestamp_delta) + codec::size_of_varint(r.offset_delta) +
              nullable_size(r.key) + nullable_size(r.value) +
              codec::size_of_varint(static_cast<int32_t>(r.headers.size()));
   for (const RecordHeader& h : r.headers) {
@@ -449,14 +449,13 @@ size_t record_body_size(const NewRecord& r, int64_t timestamp_delta, int32_t off
   return n;
 }
 
-void write_record(RecordWriter& w, const NewRecord& r, size_t body, int64_t timestamp_delta,
-                  int32_t offset_delta) {
+void write_record(RecordWriter& w, const Record& r, size_t body) {
   std::byte* const start = w.position();
   w.varint(static_cast<int32_t>(body));
   std::byte* const body_start = w.position();
   w.i8(0);  // record attributes: unused by format v2
-  w.varlong(timestamp_delta);
-  w.varint(offset_delta);
+  w.varlong(r.timestamp_delta);
+  w.varint(r.offset_delta);
   w.nullable(r.key);
   w.nullable(r.value);
   w.varint(static_cast<int32_t>(r.headers.size()));
@@ -494,15 +493,13 @@ RecordBatchHeader header_for(const RecordBatchOptions& o, const std::vector<NewR
   return h;
 }
 
-// The encoded records, written at `out` + `offset` of a fresh buffer of
-// `offset` + records bytes (the header goes before them).
-absl::StatusOr<io::Buffer> encode_records(const std::vector<NewRecord>& records,
-                                          int64_t base_timestamp, size_t offset) {
+// The encoded records, written at `offset` of a fresh buffer of `offset` +
+// records bytes (the header goes before them).
+absl::StatusOr<io::Buffer> encode_records(std::span<const Record> records, size_t offset) {
   std::vector<size_t> bodies(records.size());
   size_t total = 0;
   for (size_t i = 0; i < records.size(); ++i) {
-    const int64_t delta = wrapping_sub(records[i].timestamp_ms, base_timestamp);
-    bodies[i] = record_body_size(records[i], delta, static_cast<int32_t>(i));
+    bodies[i] = record_body_size(records[i]);
     if (bodies[i] == 0 || bodies[i] > kInt32Max) {
       return absl::InvalidArgumentError(fmt::format("record {} is too large for a batch", i));
     }
@@ -513,32 +510,27 @@ absl::StatusOr<io::Buffer> encode_records(const std::vector<NewRecord>& records,
   }
   io::Buffer out = io::Buffer::allocate(offset + total);
   RecordWriter w(out.mutable_data() + offset);
-  for (size_t i = 0; i < records.size(); ++i) {
-    const int64_t delta = wrapping_sub(records[i].timestamp_ms, base_timestamp);
-    write_record(w, records[i], bodies[i], delta, static_cast<int32_t>(i));
-  }
+  for (size_t i = 0; i < records.size(); ++i) write_record(w, records[i], bodies[i]);
   BROOK_ASSERT(w.position() == out.mutable_data() + out.size());
   return out;
 }
 
 }  // namespace
 
-absl::StatusOr<io::Buffer> RecordBatchBuilder::build() const {
-  if (static_cast<int>(options_.compression) > static_cast<int>(codec::Compression::kZstd)) {
-    return absl::InvalidArgumentError(fmt::format("unknown compression codec id {}",
-                                                  static_cast<int>(options_.compression)));
+absl::StatusOr<io::Buffer> encode_batch(RecordBatchHeader h, std::span<const Record> records,
+                                        int compression_level) {
+  absl::StatusOr<codec::Compression> compression = codec::compression_from_attributes(h.attributes);
+  if (!compression.ok()) return absl::InvalidArgumentError(compression.status().message());
+  if (records.size() > kInt32Max) {
+    return absl::InvalidArgumentError(fmt::format("{} records in one batch", records.size()));
   }
-  if (records_.size() > kInt32Max) {
-    return absl::InvalidArgumentError(fmt::format("{} records in one batch", records_.size()));
-  }
-  RecordBatchHeader h = header_for(options_, records_);
-  const bool compressed = options_.compression != codec::Compression::kNone;
-  absl::StatusOr<io::Buffer> batch =
-      encode_records(records_, h.base_timestamp, compressed ? 0 : kBatchHeaderBytes);
+  h.records_count = static_cast<int32_t>(records.size());
+  const bool compressed = *compression != codec::Compression::kNone;
+  absl::StatusOr<io::Buffer> batch = encode_records(records, compressed ? 0 : kBatchHeaderBytes);
   if (!batch.ok()) return batch.status();
   if (compressed) {
     absl::StatusOr<io::Buffer> payload =
-        codec::compress(options_.compression, batch->span(), options_.compression_level);
+        codec::compress(*compression, batch->span(), compression_level);
     if (!payload.ok()) return payload.status();
     io::Buffer whole = io::Buffer::allocate(kBatchHeaderBytes + payload->size());
     std::memcpy(whole.mutable_data() + kBatchHeaderBytes, payload->data(), payload->size());
@@ -552,6 +544,27 @@ absl::StatusOr<io::Buffer> RecordBatchBuilder::build() const {
   h.crc = compute_batch_crc(batch->span());
   store_be(batch->mutable_data() + kBatchCrcOffset, h.crc);
   return batch;
+}
+
+absl::StatusOr<io::Buffer> RecordBatchBuilder::build() const {
+  if (static_cast<int>(options_.compression) > static_cast<int>(codec::Compression::kZstd)) {
+    return absl::InvalidArgumentError(fmt::format("unknown compression codec id {}",
+                                                  static_cast<int>(options_.compression)));
+  }
+  if (records_.size() > kInt32Max) {
+    return absl::InvalidArgumentError(fmt::format("{} records in one batch", records_.size()));
+  }
+  const RecordBatchHeader h = header_for(options_, records_);
+  // Consecutive offset deltas; timestamps relative to the batch's base.
+  std::vector<Record> records(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) {
+    records[i].timestamp_delta = wrapping_sub(records_[i].timestamp_ms, h.base_timestamp);
+    records[i].offset_delta = static_cast<int32_t>(i);
+    records[i].key = records_[i].key;
+    records[i].value = records_[i].value;
+    records[i].headers = records_[i].headers;
+  }
+  return encode_batch(h, records, options_.compression_level);
 }
 
 io::Buffer build_txn_marker_batch(const TxnMarkerBatch& marker) {

@@ -372,6 +372,17 @@ class RecordBatchBuilder {
   std::vector<NewRecord> records_;
 };
 
+// Encodes one batch from a header and records as they are: each record's
+// offset and timestamp deltas are written unchanged (relative to
+// header.base_offset and header.base_timestamp), so a subset of a batch's
+// records (compaction) keeps its offsets. records_count, batchLength and the
+// CRC are computed; the records are compressed with the codec the header's
+// attributes name. Record attributes are written as 0, as Kafka does.
+// InvalidArgument when the batch cannot be represented (an unknown codec,
+// a field or the batch past 2 GiB).
+absl::StatusOr<io::Buffer> encode_batch(RecordBatchHeader header, std::span<const Record> records,
+                                        int compression_level = codec::kCompressionLevelDefault);
+
 // A commit or abort marker batch (what WriteTxnMarkers appends): control and
 // transactional, uncompressed, one record with the control key and an
 // EndTxnMarker value, base sequence -1.
