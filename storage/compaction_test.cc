@@ -1073,7 +1073,10 @@ void check_structure(const std::vector<Batch>& batches, const std::vector<Batch>
 
 // The state every active producer needs is still in the log.
 void check_producer_state(const std::vector<Batch>& batches, const ProducerLastRecords& producers) {
-  for (const auto& [pid, last] : producers) {
+  for (const auto& entry : producers) {
+    // Named copies: clang 14 cannot capture structured bindings.
+    const int64_t pid = entry.first;
+    const ProducerLastRecord& last = entry.second;
     const bool found = std::any_of(batches.begin(), batches.end(), [&](const Batch& b) {
       if (b.header.producer_id != pid) return false;
       if (last.last_data_offset) return b.header.last_offset() == *last.last_data_offset;

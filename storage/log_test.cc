@@ -839,6 +839,23 @@ class CrashRun {
     note(fmt::format("opened: {} segments, end {}, rp {}", log_->segment_count(), log_->log_end_offset(), recovery_point_));
   }
 
+  // For a failure's trace: a segment's index entries beside its batches.
+  std::string index_against_scan(Segment& segment) {
+    std::string dump = "index:";
+    for (const OffsetPosition& x : segment.offset_index().entries()) {
+      dump += fmt::format(" {}@{}", x.offset, x.position);
+    }
+    dump += " | scan:";
+    SegmentScanner scan(segment.file(), 0, segment.size_bytes(), SegmentScanner::Mode::kHeaders);
+    while (true) {
+      auto next = run_op(scan.next());
+      if (!next.has_value() || !next->ok() || !next->value().has_value()) break;
+      const ScannedBatch& b = *next->value();
+      dump += fmt::format(" {}-{}@{}", b.header.base_offset, b.header.last_offset(), b.position);
+    }
+    return dump;
+  }
+
   // The log must hold a prefix of the model with every durable batch, its
   // indexes must agree with a scan, and producer state with the model.
   void check_contents() {
@@ -881,42 +898,14 @@ class CrashRun {
         std::optional<absl::StatusOr<std::optional<ScannedBatch>>> b =
             run_op(segment->find_batch(e.offset));
         if (!(b.has_value() && b->ok() && b->value().has_value())) {
-          std::string dump;
-          for (const OffsetPosition& x : segment->offset_index().entries()) dump += fmt::format(" {}@{}", x.offset, x.position);
-          dump += " | scan:";
-          SegmentScanner sc(segment->file(), 0, segment->size_bytes(), SegmentScanner::Mode::kHeaders);
-          while (true) {
-            auto n = run_op(sc.next());
-            if (!n.has_value() || !n->ok() || !n->value().has_value()) break;
-            dump += fmt::format(" {}-{}@{}", n->value()->header.base_offset, n->value()->header.last_offset(), n->value()->position);
-          }
-          std::map<std::string, std::string> files = disk_.files(sim::DiskView::kCurrent);
-          for (const auto& [name, contents] : files) {
-            if (name.find(fmt::format("{:020d}.index", base)) != std::string::npos) {
-              dump += fmt::format(" | file {} {} bytes:", name, contents.size());
-              for (size_t i = 0; i + 8 <= contents.size(); i += 8) {
-                auto be = [&](size_t at) { return (uint32_t(uint8_t(contents[at])) << 24) | (uint32_t(uint8_t(contents[at+1])) << 16) | (uint32_t(uint8_t(contents[at+2])) << 8) | uint32_t(uint8_t(contents[at+3])); };
-                dump += fmt::format(" {}@{}", be(i) + base, be(i + 4));
-              }
-            }
-          }
-          note(dump);
+          note(index_against_scan(*segment));
         }
         ASSERT_TRUE(b.has_value() && b->ok() && b->value().has_value())
             << describe() << " segment " << base << " entry " << e.offset << "@" << e.position
             << " size " << segment->size_bytes() << " "
             << (b.has_value() && !b->ok() ? b->status().ToString() : "");
         if (b->value()->position != e.position) {
-          std::string dump;
-          for (const OffsetPosition& x : segment->offset_index().entries()) dump += fmt::format(" {}@{}", x.offset, x.position);
-          dump += " | scan:";
-          SegmentScanner sc(segment->file(), 0, segment->size_bytes(), SegmentScanner::Mode::kHeaders);
-          while (true) {
-            auto n = run_op(sc.next());
-            if (!n.has_value() || !n->ok() || !n->value().has_value()) break;
-            dump += fmt::format(" {}-{}@{}", n->value()->header.base_offset, n->value()->header.last_offset(), n->value()->position);
-          }
-          note(dump);
+          note(index_against_scan(*segment));
         }
         ASSERT_EQ(b->value()->position, e.position)
             << describe() << " segment " << base << " entry " << e.offset;
@@ -932,9 +921,14 @@ class CrashRun {
       const ProducerStateEntry* entry = log_->producer_state().last_entry(pid);
       ASSERT_NE(entry, nullptr) << describe() << " producer " << pid;
       if (entry->last_sequence() != seq) {
-        std::string dump;
-        for (const BatchMetadata& m : entry->batches) dump += fmt::format(" [seq {} off {} delta {}]", m.last_sequence, m.last_offset, m.offset_delta);
-        for (const ModelBatch& b : model_) if (b.producer_id == pid) dump += fmt::format(" model@{} seq {}", b.base_offset, b.last_sequence);
+        std::string dump = "producer state:";
+        for (const BatchMetadata& m : entry->batches) {
+          dump += fmt::format(" [seq {} off {}]", m.last_sequence, m.last_offset);
+        }
+        dump += " model:";
+        for (const ModelBatch& b : model_) {
+          if (b.producer_id == pid) dump += fmt::format(" [seq {} at {}]", b.last_sequence, b.base_offset);
+        }
         note(dump);
       }
       ASSERT_EQ(entry->last_sequence(), seq) << describe() << " producer " << pid;
