@@ -16,6 +16,8 @@ namespace {
 // Decompressed records of one batch beyond this are refused while
 // validating (a zip bomb, not a batch).
 constexpr size_t kValidationDecompressedBytesMax = size_t{256} << 20;
+// Reads whose bytes fail check_read() are retried this many times.
+constexpr int kReadRereads = 3;
 
 struct Rejection {
   net::Error error;
@@ -972,17 +974,75 @@ io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes,
   std::vector<std::shared_ptr<Segment>> candidates;
   for (; it != segments_.end() && it->first < limit; ++it) candidates.push_back(it->second);
   for (const std::shared_ptr<Segment>& segment : candidates) {
-    CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await segment->find_batch(offset));
-    if (!batch.has_value()) continue;
-    if (batch->header.last_offset() >= limit) co_return result;
-    CO_ASSIGN_OR_RETURN(result.records,
-                        co_await segment->read(batch->position, max_bytes, limit, min_one_batch));
-    if (bound == ReadBound::kCommitted && !result.records.empty()) {
-      collect_aborted(offset, last_offset_of(result.records) + 1, &result.aborted_transactions);
+    // A read the disk corrupted must not leave the log: what is returned is
+    // checked (CRC, offsets, epochs) and read again when it fails.
+    // A leader epoch that disagrees with the epoch cache is believed when
+    // two reads agree (the field lies outside the CRC, and a log may hold
+    // epochs out of order); CRC and offset faults never are.
+    absl::Status bad;
+    std::optional<io::Buffer> suspect;
+    for (int attempt = 0; attempt <= kReadRereads; ++attempt) {
+      CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await segment->find_batch(offset));
+      if (!batch.has_value()) break;
+      if (batch->header.last_offset() >= limit) co_return result;
+      CO_ASSIGN_OR_RETURN(io::Buffer records,
+                          co_await segment->read(batch->position, max_bytes, limit, min_one_batch));
+      bool epoch_only = false;
+      bad = check_read(records, offset, batch->header.base_offset, &epoch_only);
+      if (!bad.ok()) {
+        if (!epoch_only) continue;
+        if (!suspect.has_value() || suspect->view() != records.view()) {
+          suspect = std::move(records);
+          continue;
+        }
+        bad = absl::OkStatus();
+      }
+      result.records = std::move(records);
+      if (bound == ReadBound::kCommitted && !result.records.empty()) {
+        collect_aborted(offset, last_offset_of(result.records) + 1, &result.aborted_transactions);
+      }
+      co_return result;
     }
-    co_return result;
+    if (!bad.ok()) {
+      co_return absl::DataLossError(fmt::format("{}: reading offset {}: {} (after {} reads)", dir_,
+                                                offset, std::string(bad.message()), kReadRereads + 1));
+    }
   }
   co_return result;
+}
+
+absl::Status Log::check_read(const io::Buffer& records, int64_t offset, int64_t first_base,
+                             bool* epoch_only) const {
+  *epoch_only = false;
+  net::BatchIterator it(records);
+  absl::Status epoch_fault;
+  int64_t expected = first_base;
+  bool first = true;
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<net::BatchView> next, it.next());
+    if (!next.has_value()) break;
+    const net::RecordBatchHeader& h = next->header;
+    if (h.base_offset != expected && !(first == false && h.base_offset > expected)) {
+      return absl::DataLossError(
+          fmt::format("batch at offset {} where {} was expected", h.base_offset, expected));
+    }
+    if (first && h.last_offset() < offset) {
+      return absl::DataLossError(
+          fmt::format("first batch ends at {}, before offset {}", h.last_offset(), offset));
+    }
+    {
+      const std::optional<int32_t> epoch = epochs_.epoch_for_offset(h.base_offset);
+      if (epoch.has_value() && *epoch != h.partition_leader_epoch && epoch_fault.ok()) {
+        epoch_fault = absl::DataLossError(fmt::format("batch at offset {} has leader epoch {}, not {}",
+                                                      h.base_offset, h.partition_leader_epoch, *epoch));
+      }
+    }
+    expected = h.next_offset();
+    first = false;
+  }
+  if (it.partial_bytes() != 0) return absl::DataLossError("a partial batch");
+  *epoch_only = !epoch_fault.ok();
+  return epoch_fault;
 }
 
 int64_t Log::last_offset_of(const io::Buffer& records) {

@@ -242,6 +242,12 @@ class Log {
   void collect_aborted(int64_t fetch_offset, int64_t upper_bound,
                        std::vector<AbortedTxn>* out) const;
   static int64_t last_offset_of(const io::Buffer& records);
+  // Checks bytes read for `offset` from a batch based at first_base: CRCs,
+  // the offsets in order (compaction leaves gaps, never overlaps), the
+  // leader epochs against the epoch cache. DataLoss names the first fault;
+  // *epoch_only says whether an epoch mismatch was the only one.
+  absl::Status check_read(const io::Buffer& records, int64_t offset, int64_t first_base,
+                          bool* epoch_only) const;
   io::Task<absl::Status> delete_segments_before(int64_t base_offset_end);
   absl::Status fail(absl::Status status);
   Segment& active() { return *segments_.rbegin()->second; }

@@ -865,7 +865,7 @@ class CrashRun {
     while (next < log_->log_end_offset()) {
       std::optional<absl::StatusOr<ReadResult>> r =
           run_op(log_->read(next, 1 << 16, ReadBound::kLogEnd, true));
-      ASSERT_TRUE(r.has_value() && r->ok()) << describe();
+      ASSERT_TRUE(r.has_value() && r->ok()) << describe() << (r.has_value() ? r->status().ToString() : std::string("no result"));
       std::vector<net::BatchView> batches = batches_of((*r)->records);
       ASSERT_FALSE(batches.empty()) << describe() << " at " << next;
       for (net::BatchView& b : batches) {
