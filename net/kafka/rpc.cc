@@ -1,0 +1,103 @@
+// net/kafka/rpc.cc
+#include "net/kafka/rpc.h"
+
+#include <fmt/format.h>
+
+#include "io/scope.h"
+#include "io/when.h"
+
+namespace brook::net {
+
+namespace {
+
+constexpr size_t kIdleConnectionsMax = 4;
+constexpr size_t kReadChunkBytes = 64 * 1024;
+
+// Reads one whole frame from `conn` through `reader`.
+io::Task<absl::StatusOr<io::Buffer>> read_frame(io::Connection& conn, FrameReader& reader) {
+  while (true) {
+    absl::StatusOr<std::optional<io::Buffer>> frame = reader.next();
+    if (!frame.ok()) co_return absl::DataLossError(frame.status().message());
+    if (frame->has_value()) co_return std::move(**frame);
+    absl::StatusOr<io::Buffer> bytes = co_await conn.read_some(kReadChunkBytes);
+    if (!bytes.ok()) co_return bytes.status();
+    if (bytes->empty()) co_return absl::UnavailableError("connection closed by the peer");
+    reader.feed(std::move(*bytes));
+  }
+}
+
+}  // namespace
+
+io::Task<absl::StatusOr<io::Buffer>> Peer::exchange_on(std::unique_ptr<io::Connection>* slot,
+                                                       io::BufferChain frame,
+                                                       int32_t correlation_id) {
+  if (*slot == nullptr) {
+    absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await network_->connect(address_);
+    if (!conn.ok()) co_return conn.status();
+    *slot = std::move(*conn);
+  }
+  io::Connection& conn = **slot;
+  if (absl::Status s = co_await conn.write_all(std::move(frame)); !s.ok()) co_return s;
+  FrameReader reader(max_response_bytes_);
+  absl::StatusOr<io::Buffer> response = co_await read_frame(conn, reader);
+  if (!response.ok()) co_return response.status();
+  if (reader.buffered() != 0) co_return absl::DataLossError("bytes after the response");
+  absl::StatusOr<int32_t> id = peek_correlation_id(*response);
+  if (!id.ok()) co_return absl::DataLossError(id.status().message());
+  if (*id != correlation_id) {
+    co_return absl::DataLossError(
+        fmt::format("response correlation id {} for request {}", *id, correlation_id));
+  }
+  co_return std::move(*response);
+}
+
+io::Task<absl::StatusOr<io::Buffer>> Peer::exchange(io::BufferChain frame, int32_t correlation_id,
+                                                    io::Duration timeout) {
+  std::unique_ptr<io::Connection> conn;
+  if (!idle_.empty()) {
+    conn = std::move(idle_.back());
+    idle_.pop_back();
+  }
+  auto result = co_await io::with_timeout(*clock_, timeout,
+                                          exchange_on(&conn, std::move(frame), correlation_id));
+  if (!result.has_value()) {
+    co_return absl::DeadlineExceededError(
+        fmt::format("no response from {} within {} ms", address_.to_string(),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  }
+  if (result->ok() && conn != nullptr && idle_.size() < kIdleConnectionsMax) {
+    idle_.push_back(std::move(conn));
+  }
+  co_return std::move(*result);
+}
+
+namespace {
+
+io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,
+                                int32_t max_request_bytes) {
+  FrameReader reader(max_request_bytes);
+  while (true) {
+    absl::StatusOr<io::Buffer> frame = co_await read_frame(*conn, reader);
+    if (!frame.ok()) break;
+    absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
+    if (!parsed.ok()) break;
+    absl::StatusOr<io::BufferChain> response = co_await (*handler)(std::move(parsed->frame));
+    if (!response.ok()) break;
+    if (!(co_await conn->write_all(std::move(*response))).ok()) break;
+  }
+  conn->close();
+}
+
+}  // namespace
+
+io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler,
+                             int32_t max_request_bytes) {
+  io::TaskScope connections(co_await io::this_executor());
+  while (true) {
+    absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await listener.accept();
+    if (!conn.ok()) co_return conn.status();
+    connections.spawn(serve_connection(std::move(*conn), &handler, max_request_bytes));
+  }
+}
+
+}  // namespace brook::net

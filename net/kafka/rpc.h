@@ -1,0 +1,90 @@
+// net/kafka/rpc.h
+//
+// Kafka request/response over io::Network, for node-to-node traffic
+// (controllers' Raft RPCs, later broker-to-controller calls).
+//
+// Client side: a Peer sends one request at a time per connection and keeps
+// a few idle connections for reuse; calls from several tasks at once each
+// take their own connection. Any failure (refused connect, reset, timeout,
+// a malformed or mismatched response) closes that connection and is
+// returned as Unavailable / DeadlineExceeded / DataLoss; the next call
+// connects again.
+//
+// Server side: serve() accepts connections until it is cancelled and
+// answers each connection's requests in order with `handler`. A request the
+// handler cannot answer (an error status) closes the connection, as Kafka
+// does with requests it cannot parse.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/buffer.h"
+#include "io/clock.h"
+#include "io/network.h"
+#include "io/task.h"
+#include "io/time.h"
+#include "net/kafka/frame.h"
+
+namespace brook::net {
+
+class Peer {
+ public:
+  Peer(io::Network& network, const io::Clock& clock, io::Address address, std::string client_id,
+       int32_t max_response_bytes = kDefaultMaxRequestBytes)
+      : network_(&network),
+        clock_(&clock),
+        address_(std::move(address)),
+        client_id_(std::move(client_id)),
+        max_response_bytes_(max_response_bytes) {}
+  Peer(const Peer&) = delete;
+  Peer& operator=(const Peer&) = delete;
+
+  // Sends `request` at `version` and decodes the response, all within
+  // `timeout` (connecting included).
+  template <Message Resp, Message Req>
+  io::Task<absl::StatusOr<Resp>> call(const Req& request, int16_t version, io::Duration timeout) {
+    const int32_t correlation_id = next_correlation_id_++;
+    absl::StatusOr<io::BufferChain> frame =
+        encode_request(request, version, correlation_id, client_id_);
+    if (!frame.ok()) co_return frame.status();
+    absl::StatusOr<io::Buffer> bytes =
+        co_await exchange(std::move(*frame), correlation_id, timeout);
+    if (!bytes.ok()) co_return bytes.status();
+    co_return decode_response<Resp>(*bytes, version);
+  }
+
+  // Drops the idle connections (e.g. when the peer is known to have moved).
+  void reset() { idle_.clear(); }
+  const io::Address& address() const { return address_; }
+
+ private:
+  io::Task<absl::StatusOr<io::Buffer>> exchange(io::BufferChain frame, int32_t correlation_id,
+                                                io::Duration timeout);
+  io::Task<absl::StatusOr<io::Buffer>> exchange_on(std::unique_ptr<io::Connection>* slot,
+                                                   io::BufferChain frame, int32_t correlation_id);
+
+  io::Network* network_;
+  const io::Clock* clock_;
+  io::Address address_;
+  std::string client_id_;
+  int32_t max_response_bytes_;
+  int32_t next_correlation_id_ = 1;
+  std::vector<std::unique_ptr<io::Connection>> idle_;
+};
+
+// Answers one request frame; the response frame (size prefix included).
+using RequestHandler = std::function<io::Task<absl::StatusOr<io::BufferChain>>(RequestFrame)>;
+
+// Accepts on `listener` and serves every connection until cancelled (the
+// connections' tasks die with it). Returns when accept fails (the listener
+// closed).
+io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler,
+                             int32_t max_request_bytes = kDefaultMaxRequestBytes);
+
+}  // namespace brook::net
