@@ -32,6 +32,7 @@
 #include "io/network.h"
 #include "io/time.h"
 #include "sim/disk.h"
+#include "sim/faults.h"
 #include "sim/network.h"
 #include "sim/scenario.h"
 
@@ -46,20 +47,7 @@ struct DemoConfig {
   size_t payload_bytes_max = 0;
   io::Duration workload{0};
   io::Duration quiet_max{0};
-  io::Duration crash_interval{0};
-  io::Duration restart_delay_max{0};
-  double crash_all_probability = 0;
-  io::Duration partition_interval{0};
-  io::Duration partition_duration_max{0};
-  io::Duration clog_interval{0};
-  io::Duration clog_duration_max{0};
-  io::Duration reset_interval{0};
-  io::Duration wall_jump_interval{0};
-  io::Duration wall_jump_max{0};
-  int64_t drift_ppm_max = 0;
-  io::Duration wall_offset_max{0};
-  NetworkOptions network;
-  DiskFaults disk;
+  FaultConfig faults;
 
   static DemoConfig draw(uint64_t seed);
   // Several lines, one per area, for printing at the start of a run.

@@ -3,15 +3,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <fmt/ranges.h>
+
 #include "sim/demo.h"
+#include "sim/kraft.h"
 
 namespace brook::sim {
 
-std::vector<std::string> scenario_names() { return {"demo"}; }
+std::vector<std::string> scenario_names() { return {"demo", "kraft", "kraft-mutant-flush", "kraft-mutant-vote"}; }
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
-  return absl::NotFoundError(fmt::format("unknown scenario '{}' (known: demo)", options.name));
+  if (options.name == "kraft" || options.name.starts_with("kraft-mutant-")) {
+    auto names = scenario_names();
+    if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);
+  }
+  return absl::NotFoundError(
+      fmt::format("unknown scenario '{}' (known: {})", options.name, fmt::join(scenario_names(), ", ")));
 }
 
 }  // namespace brook::sim

@@ -7,7 +7,9 @@
 // seed gives the same run, the same verdict and the same trace hash.
 //
 // Scenarios: "demo" (sim/demo.h) — replicated append-only logs under
-// crashes, torn writes, partitions, clogs, resets and clock skew.
+// crashes, torn writes, partitions, clogs, resets and clock skew; "kraft"
+// (sim/kraft.h) — the KRaft controller quorum under the same faults, and
+// "kraft-mutant", the same with a deliberately broken replica.
 #pragma once
 
 #include <cstdint>

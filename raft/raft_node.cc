@@ -1,0 +1,1088 @@
+// raft/raft_node.cc
+#include "raft/raft_node.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "io/assert.h"
+#include "io/log.h"
+#include "io/status.h"
+#include "io/when.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/begin_quorum_epoch_request.h"
+#include "net/kafka/messages/begin_quorum_epoch_response.h"
+#include "net/kafka/messages/describe_quorum_request.h"
+#include "net/kafka/messages/end_quorum_epoch_request.h"
+#include "net/kafka/messages/end_quorum_epoch_response.h"
+#include "net/kafka/messages/fetch_request.h"
+#include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/messages/leader_change_message.h"
+#include "net/kafka/messages/vote_request.h"
+#include "net/kafka/messages/vote_response.h"
+#include "net/kafka/record_batch.h"
+
+namespace brook::raft {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int16_t kVoteVersion = 2;
+constexpr int16_t kBeginEpochVersion = 1;
+constexpr int16_t kEndEpochVersion = 1;
+constexpr int16_t kFetchVersion = 17;
+constexpr int16_t kLeaderChangeVersion = 0;
+constexpr io::Duration kResendBackoffMax = 1s;
+
+int16_t err(net::Error e) { return net::code(e); }
+
+bool cluster_matches(const std::optional<std::string>& theirs, const std::string& ours) {
+  return !theirs.has_value() || theirs->empty() || ours.empty() || *theirs == ours;
+}
+
+// The single-topic, single-partition body every Raft RPC carries.
+template <typename Topic, typename Partition>
+Topic metadata_topic(Partition partition) {
+  Topic topic;
+  topic.topic_name = std::string(kMetadataTopic);
+  topic.partitions.push_back(std::move(partition));
+  return topic;
+}
+
+// Completes once *changes differs from `seen`. Spawned waiters start on a
+// later turn, so they compare counts instead of trusting a notification
+// they may have missed.
+io::Task<void> wait_change(io::WaitList* list, const uint64_t* changes, uint64_t seen) {
+  while (*changes == seen) co_await list->wait();
+}
+
+int64_t ms_of(io::Instant t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+net::Uuid metadata_topic_id() {
+  net::Uuid id;
+  id.bytes[15] = 1;
+  return id;
+}
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kUnattached: return "unattached";
+    case Role::kProspective: return "prospective";
+    case Role::kCandidate: return "candidate";
+    case Role::kLeader: return "leader";
+    case Role::kFollower: return "follower";
+    case Role::kResigned: return "resigned";
+  }
+  return "?";
+}
+
+RaftNode::RaftNode(io::Context& ctx, RaftConfig config, std::unique_ptr<storage::Log> log)
+    : ctx_(&ctx), config_(std::move(config)), log_(std::move(log)) {}
+
+RaftNode::~RaftNode() { scope_.reset(); }
+
+io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> RaftNode::open(io::Context& ctx,
+                                                                   RaftConfig config) {
+  storage::LogOptions options;
+  options.dir = config.log_dir;
+  options.config = config.log_config;
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<storage::Log> log,
+                      co_await storage::Log::open(ctx.disk(), ctx.clock(), options));
+  CO_ASSIGN_OR_RETURN(std::optional<ElectionState> saved,
+                      co_await read_quorum_state(ctx.disk(), config.log_dir));
+  std::unique_ptr<RaftNode> node(new RaftNode(ctx, std::move(config), std::move(log)));
+  if (saved.has_value()) node->state_ = *saved;
+  const int32_t self = node->config_.node_id;
+  if (node->state_.leader_id == self) {
+    // A leader that restarts has lost its in-memory view: it resigns.
+    node->role_ = Role::kResigned;
+  } else if (node->state_.leader_id >= 0) {
+    node->role_ = Role::kFollower;
+  } else {
+    node->role_ = Role::kUnattached;
+  }
+  node->fetch_deadline_ = ctx.clock().now() + node->config_.fetch_timeout;
+  node->reset_election_deadline();
+  ctx.log().info("raft: opened epoch={} leader={} voted={} role={} log end={}",
+                 node->state_.epoch, node->state_.leader_id, node->state_.voted_id,
+                 role_name(node->role_), node->log_->log_end_offset());
+  co_return node;
+}
+
+// --- state changes -----------------------------------------------------------
+
+absl::Status RaftNode::fail(absl::Status status) {
+  if (failure_.ok()) failure_ = status;
+  changed();
+  return status;
+}
+
+io::Task<absl::Status> RaftNode::persist() {
+  ElectionState s = state_;
+  for (const auto& entry : config_.voters) s.voters.push_back(entry.first);
+  absl::Status status = co_await write_quorum_state(ctx_->disk(), config_.log_dir, std::move(s));
+  if (!status.ok()) co_return fail(std::move(status));
+  co_return absl::OkStatus();
+}
+
+void RaftNode::changed() {
+  ++changes_;
+  changed_.notify_all();
+  if (listener_ != nullptr) {
+    const int32_t leader = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id
+                                                                               : kNoNode;
+    if (leader >= 0 && state_.epoch != delivered_leader_epoch_) {
+      delivered_leader_epoch_ = state_.epoch;
+      listener_->handle_leader_change(leader, state_.epoch);
+    }
+  }
+}
+
+io::Duration RaftNode::random_backoff(io::Duration max) {
+  if (max.count() <= 0) return io::Duration(0);
+  return io::Duration(static_cast<int64_t>(ctx_->random().uniform(static_cast<uint64_t>(max.count()))));
+}
+
+void RaftNode::reset_election_deadline() {
+  election_deadline_ =
+      ctx_->clock().now() + config_.election_timeout + random_backoff(config_.election_timeout);
+}
+
+io::Task<absl::Status> RaftNode::become_unattached(int32_t epoch, int32_t voted_id) {
+  state_.epoch = epoch;
+  state_.leader_id = kNoNode;
+  state_.voted_id = voted_id;
+  role_ = Role::kUnattached;
+  ++generation_;
+  reset_election_deadline();
+  changed();
+  co_return co_await persist();
+}
+
+io::Task<absl::Status> RaftNode::become_follower(int32_t epoch, int32_t leader_id) {
+  if (epoch != state_.epoch) state_.voted_id = kNoNode;
+  state_.epoch = epoch;
+  state_.leader_id = leader_id;
+  role_ = Role::kFollower;
+  ++generation_;
+  // Only a fetch answered by the leader (or its BeginQuorumEpoch) counts
+  // as contact: hearing of a leader from another voter does not make it
+  // alive, and must not make this voter refuse pre-votes.
+  last_leader_contact_.reset();
+  fetch_deadline_ = ctx_->clock().now() + config_.fetch_timeout;
+  ctx_->log().info("raft: following {} in epoch {}", leader_id, epoch);
+  changed();
+  co_return co_await persist();
+}
+
+io::Task<absl::Status> RaftNode::become_prospective() {
+  role_ = Role::kProspective;
+  ++generation_;
+  granted_ = {config_.node_id};
+  rejected_.clear();
+  reset_election_deadline();
+  changed();
+  if (granted_.size() >= majority()) co_return co_await become_candidate();
+  scope_->spawn(send_votes(generation_, /*pre_vote=*/true));
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::become_candidate() {
+  state_.epoch += 1;
+  state_.voted_id = config_.node_id;
+  state_.leader_id = kNoNode;
+  role_ = Role::kCandidate;
+  ++generation_;
+  granted_ = {config_.node_id};
+  rejected_.clear();
+  reset_election_deadline();
+  changed();
+  CO_RETURN_IF_ERROR(co_await persist());
+  ctx_->log().info("raft: candidate in epoch {}", state_.epoch);
+  if (granted_.size() >= majority()) co_return co_await become_leader();
+  scope_->spawn(send_votes(generation_, /*pre_vote=*/false));
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::become_leader() {
+  state_.leader_id = config_.node_id;
+  role_ = Role::kLeader;
+  ++generation_;
+  const uint64_t generation = generation_;
+  voters_progress_.clear();
+  observers_progress_.clear();
+  const io::Instant now = ctx_->clock().now();
+  for (const auto& entry : config_.voters) {
+    if (entry.first == config_.node_id) continue;
+    Progress& p = voters_progress_[entry.first];
+    p.last_fetch = now;  // the check-quorum clock starts with the epoch
+  }
+  CO_RETURN_IF_ERROR(co_await persist());
+  ctx_->log().info("raft: leader of epoch {} at offset {}", state_.epoch, log_->log_end_offset());
+  if (probe_ != nullptr) probe_->became_leader(config_.node_id, state_.epoch);
+
+  // The LeaderChange control batch opens the epoch.
+  net::LeaderChangeMessage message;
+  message.version_ = kLeaderChangeVersion;
+  message.leader_id = config_.node_id;
+  for (const auto& entry : config_.voters) {
+    net::LeaderChangeMessage::Voter v;
+    v.voter_id = entry.first;
+    message.voters.push_back(v);
+  }
+  for (int32_t id : granted_) {
+    net::LeaderChangeMessage::Voter v;
+    v.voter_id = id;
+    message.granting_voters.push_back(v);
+  }
+  io::BufferChain value_chain;
+  CO_RETURN_IF_ERROR(net::encode_to(message, kLeaderChangeVersion, &value_chain));
+  std::string value_bytes;
+  for (const io::Buffer& part : value_chain.parts()) value_bytes.append(part.view());
+  net::RecordBatchOptions options;
+  options.partition_leader_epoch = state_.epoch;
+  options.control = true;
+  net::RecordBatchBuilder builder(options);
+  net::NewRecord record;
+  record.timestamp_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
+  record.key = net::encode_control_record_key({.type = net::ControlRecordType::kLeaderChange});
+  record.value = io::Buffer::copy_of(value_bytes);
+  builder.append(std::move(record));
+  CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
+  epoch_start_offset_ = log_->log_end_offset();
+  absl::StatusOr<storage::AppendResult> appended =
+      co_await log_->append_as_leader(std::move(batch), state_.epoch, storage::AppendOrigin::kCoordinator);
+  if (!appended.ok()) co_return fail(appended.status());
+  if (!appended->ok()) {
+    co_return fail(absl::InternalError(
+        fmt::format("raft: leader change batch rejected: {}", appended->error_message)));
+  }
+  absl::Status flushed = co_await log_->flush();
+  if (!flushed.ok()) co_return fail(std::move(flushed));
+  if (generation_ != generation) co_return absl::OkStatus();
+  update_high_watermark();
+  changed();
+  for (const auto& entry : config_.voters) {
+    if (entry.first != config_.node_id) scope_->spawn(send_begin_epoch(generation, entry.first));
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::observe_leader(int32_t epoch, int32_t leader_id) {
+  if (epoch > state_.epoch) {
+    if (leader_id >= 0 && leader_id != config_.node_id) co_return co_await become_follower(epoch, leader_id);
+    co_return co_await become_unattached(epoch, kNoNode);
+  }
+  if (epoch == state_.epoch && leader_id >= 0 && leader_id != config_.node_id &&
+      (role_ == Role::kUnattached || role_ == Role::kProspective || role_ == Role::kCandidate)) {
+    co_return co_await become_follower(epoch, leader_id);
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<void> RaftNode::resign() {
+  auto lock = co_await mu_.lock();
+  if (role_ != Role::kLeader) co_return;
+  role_ = Role::kResigned;
+  ++generation_;
+  reset_election_deadline();
+  changed();
+  // Successors: the voters furthest along first.
+  std::vector<std::pair<int64_t, int32_t>> order;
+  for (const auto& [id, p] : voters_progress_) order.push_back({-p.end_offset, id});
+  std::sort(order.begin(), order.end());
+  std::vector<int32_t> successors;
+  for (const auto& entry : order) successors.push_back(entry.second);
+  for (int32_t id : successors) scope_->spawn(send_end_epoch(state_.epoch, id, successors));
+}
+
+// --- leader bookkeeping ------------------------------------------------------
+
+int32_t RaftNode::last_epoch() const { return log_->leader_epochs().latest_epoch().value_or(0); }
+
+bool RaftNode::log_up_to_date(int32_t their_epoch, int64_t their_end) const {
+  const int32_t mine = last_epoch();
+  if (their_epoch != mine) return their_epoch > mine;
+  return their_end >= log_->log_end_offset();
+}
+
+void RaftNode::set_high_watermark(int64_t hw) {
+  if (hw <= high_watermark_) return;
+  high_watermark_ = hw;
+  log_->set_high_watermark(hw);
+  changed();
+}
+
+void RaftNode::update_high_watermark() {
+  if (role_ != Role::kLeader) return;
+  std::vector<int64_t> offsets;
+  for (const auto& entry : config_.voters) {
+    if (entry.first == config_.node_id) {
+      offsets.push_back(config_.unsafe_ack_before_flush
+                            ? log_->log_end_offset()
+                            : std::min(log_->recovery_point(), log_->log_end_offset()));
+    } else {
+      auto it = voters_progress_.find(entry.first);
+      offsets.push_back(it == voters_progress_.end() ? -1 : it->second.end_offset);
+    }
+  }
+  std::sort(offsets.begin(), offsets.end(), std::greater<>());
+  const int64_t candidate = offsets[majority() - 1];
+  if (candidate > epoch_start_offset_) set_high_watermark(candidate);
+}
+
+net::Peer* RaftNode::peer(int32_t id) {
+  auto it = peers_.find(id);
+  if (it != peers_.end()) return it->second.get();
+  auto address = config_.voters.find(id);
+  if (address == config_.voters.end()) return nullptr;
+  auto p = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address->second,
+                                       fmt::format("raft-{}", config_.node_id));
+  net::Peer* raw = p.get();
+  peers_.emplace(id, std::move(p));
+  return raw;
+}
+
+net::DescribeQuorumResponse::PartitionData RaftNode::describe() const {
+  net::DescribeQuorumResponse::PartitionData d;
+  d.partition_index = kMetadataPartition;
+  d.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  d.leader_epoch = state_.epoch;
+  d.high_watermark = high_watermark_;
+  const int64_t now_ms = ms_of(ctx_->clock().now());
+  auto replica = [&](int32_t id, const Progress* p) {
+    net::DescribeQuorumResponse::ReplicaState r;
+    r.replica_id = id;
+    if (id == config_.node_id) {
+      r.log_end_offset = log_->log_end_offset();
+      r.last_fetch_timestamp = now_ms;
+      r.last_caught_up_timestamp = now_ms;
+    } else if (p != nullptr) {
+      r.log_end_offset = p->end_offset;
+      if (p->last_fetch.has_value()) r.last_fetch_timestamp = ms_of(*p->last_fetch);
+    } else {
+      r.log_end_offset = -1;
+    }
+    return r;
+  };
+  for (const auto& entry : config_.voters) {
+    auto it = voters_progress_.find(entry.first);
+    d.current_voters.push_back(replica(entry.first, it == voters_progress_.end() ? nullptr : &it->second));
+  }
+  for (const auto& [id, p] : observers_progress_) d.observers.push_back(replica(id, &p));
+  return d;
+}
+
+// --- the loops ---------------------------------------------------------------
+
+io::Task<absl::Status> RaftNode::run(io::Listener& listener) {
+  scope_ = std::make_unique<io::TaskScope>(co_await io::this_executor());
+  scope_->spawn(timer_loop());
+  scope_->spawn(fetch_loop());
+  scope_->spawn(deliver_loop());
+  net::RequestHandler handler = [this](net::RequestFrame frame) {
+    return handle_request(std::move(frame));
+  };
+  auto first = co_await io::when_first(net::serve(listener, std::move(handler)), wait_failure());
+  scope_.reset();
+  if (first.index() == 0) co_return std::get<0>(first);
+  co_return std::get<1>(first);
+}
+
+io::Task<absl::Status> RaftNode::wait_failure() {
+  while (failure_.ok()) co_await changed_.wait();
+  co_return failure_;
+}
+
+io::Task<void> RaftNode::timer_loop() {
+  while (true) {
+    const uint64_t seen = changes_;
+    io::Instant deadline = io::Instant::max();
+    const bool voter = is_voter();
+    switch (role_) {
+      case Role::kUnattached:
+      case Role::kProspective:
+      case Role::kCandidate:
+      case Role::kResigned:
+        if (voter) deadline = election_deadline_;
+        break;
+      case Role::kFollower:
+        if (voter) deadline = fetch_deadline_;
+        break;
+      case Role::kLeader:
+        deadline = ctx_->clock().now() + config_.fetch_timeout / 2;
+        break;
+    }
+    if (deadline != io::Instant::max() && ctx_->clock().now() >= deadline) {
+      auto lock = co_await mu_.lock();
+      const io::Instant now = ctx_->clock().now();
+      absl::Status s;
+      switch (role_) {
+        case Role::kUnattached:
+        case Role::kProspective:
+        case Role::kCandidate:
+        case Role::kResigned:
+          if (voter && now >= election_deadline_) s = co_await become_prospective();
+          break;
+        case Role::kFollower:
+          if (voter && now >= fetch_deadline_) {
+            ctx_->log().info("raft: no word from leader {} in epoch {}", state_.leader_id, state_.epoch);
+            s = co_await become_prospective();
+          }
+          break;
+        case Role::kLeader:
+          break;
+      }
+      (void)s;  // a failed persist took the node down (failure_)
+      continue;
+    }
+    if (role_ == Role::kLeader) {
+      co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+      if (role_ != Role::kLeader) continue;
+      // Check quorum: a leader that a majority has not fetched from within
+      // 1.5 fetch timeouts resigns.
+      const io::Instant now = ctx_->clock().now();
+      const io::Instant cutoff = now - config_.fetch_timeout * 3 / 2;
+      size_t live = 1;
+      for (const auto& [id, p] : voters_progress_) {
+        if (p.last_fetch.has_value() && *p.last_fetch >= cutoff) ++live;
+      }
+      if (live < majority()) {
+        ctx_->log().info("raft: leader of epoch {} lost its quorum; resigning", state_.epoch);
+        co_await resign();
+      }
+      continue;
+    }
+    if (deadline == io::Instant::max()) {
+      co_await wait_change(&changed_, &changes_, seen);
+    } else {
+      co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+    }
+  }
+}
+
+io::Task<void> RaftNode::send_votes(uint64_t generation, bool pre_vote) {
+  for (const auto& entry : config_.voters) {
+    if (entry.first == config_.node_id) continue;
+    scope_->spawn(request_vote(generation, entry.first, pre_vote));
+  }
+  co_return;
+}
+
+io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool pre_vote) {
+  io::Duration backoff = config_.retry_backoff;
+  while (generation_ == generation) {
+    net::VoteRequest request;
+    request.cluster_id = config_.cluster_id;
+    request.voter_id = voter;
+    net::VoteRequest::PartitionData p;
+    p.partition_index = kMetadataPartition;
+    p.candidate_epoch = pre_vote ? state_.epoch + 1 : state_.epoch;
+    p.candidate_id = config_.node_id;
+    p.last_offset_epoch = last_epoch();
+    p.last_offset = log_->log_end_offset();
+    p.pre_vote = pre_vote;
+    request.topics.push_back(metadata_topic<net::VoteRequest::TopicData>(p));
+    net::Peer* target = peer(voter);
+    if (target == nullptr) co_return;
+    absl::StatusOr<net::VoteResponse> response =
+        co_await target->call<net::VoteResponse>(request, kVoteVersion, config_.request_timeout);
+    if (generation_ != generation) co_return;
+    if (!response.ok() || response->error_code != 0 || response->topics.size() != 1 ||
+        response->topics[0].partitions.size() != 1) {
+      co_await ctx_->clock().sleep_for(backoff);
+      backoff = std::min(backoff * 2, kResendBackoffMax);
+      continue;
+    }
+    const net::VoteResponse::PartitionData r = response->topics[0].partitions[0];
+    auto lock = co_await mu_.lock();
+    if (generation_ != generation) co_return;
+    if (r.leader_epoch > state_.epoch ||
+        (r.leader_epoch == state_.epoch && r.leader_id >= 0 && r.leader_id != config_.node_id)) {
+      (void)co_await observe_leader(r.leader_epoch, r.leader_id);
+      co_return;
+    }
+    if (r.error_code != 0) {
+      rejected_.insert(voter);
+      co_return;
+    }
+    ctx_->log().debug("raft: {}vote from {} in epoch {}: {}", pre_vote ? "pre-" : "", voter,
+                      r.leader_epoch, r.vote_granted ? "granted" : "refused");
+    if (r.vote_granted) {
+      granted_.insert(voter);
+    } else {
+      rejected_.insert(voter);
+    }
+    if (granted_.size() >= majority()) {
+      // (Not a ?: of two co_awaits: GCC 12 evaluates both operands.)
+      if (pre_vote) {
+        (void)co_await become_candidate();
+      } else {
+        (void)co_await become_leader();
+      }
+    }
+    co_return;
+  }
+}
+
+io::Task<void> RaftNode::send_begin_epoch(uint64_t generation, int32_t voter) {
+  io::Duration backoff = config_.retry_backoff;
+  while (generation_ == generation) {
+    auto it = voters_progress_.find(voter);
+    if (it == voters_progress_.end() || it->second.acknowledged) co_return;
+    net::BeginQuorumEpochRequest request;
+    request.cluster_id = config_.cluster_id;
+    request.voter_id = voter;
+    net::BeginQuorumEpochRequest::PartitionData p;
+    p.partition_index = kMetadataPartition;
+    p.leader_id = config_.node_id;
+    p.leader_epoch = state_.epoch;
+    request.topics.push_back(metadata_topic<net::BeginQuorumEpochRequest::TopicData>(p));
+    net::Peer* target = peer(voter);
+    if (target == nullptr) co_return;
+    absl::StatusOr<net::BeginQuorumEpochResponse> response =
+        co_await target->call<net::BeginQuorumEpochResponse>(request, kBeginEpochVersion,
+                                                            config_.request_timeout);
+    if (generation_ != generation) co_return;
+    if (response.ok() && response->error_code == 0 && response->topics.size() == 1 &&
+        response->topics[0].partitions.size() == 1) {
+      const auto r = response->topics[0].partitions[0];
+      auto lock = co_await mu_.lock();
+      if (generation_ != generation) co_return;
+      if (r.leader_epoch > state_.epoch) {
+        (void)co_await observe_leader(r.leader_epoch, r.leader_id);
+        co_return;
+      }
+      if (r.error_code == 0) {
+        voters_progress_[voter].acknowledged = true;
+        co_return;
+      }
+    }
+    co_await ctx_->clock().sleep_for(backoff);
+    backoff = std::min(backoff * 2, kResendBackoffMax);
+  }
+}
+
+io::Task<void> RaftNode::send_end_epoch(int32_t epoch, int32_t voter,
+                                        std::vector<int32_t> successors) {
+  net::EndQuorumEpochRequest request;
+  request.cluster_id = config_.cluster_id;
+  net::EndQuorumEpochRequest::PartitionData p;
+  p.partition_index = kMetadataPartition;
+  p.leader_id = config_.node_id;
+  p.leader_epoch = epoch;
+  p.preferred_successors = successors;
+  for (int32_t id : successors) {
+    net::EndQuorumEpochRequest::ReplicaInfo candidate;
+    candidate.candidate_id = id;
+    p.preferred_candidates.push_back(candidate);
+  }
+  request.topics.push_back(metadata_topic<net::EndQuorumEpochRequest::TopicData>(p));
+  net::Peer* target = peer(voter);
+  if (target == nullptr) co_return;
+  (void)co_await target->call<net::EndQuorumEpochResponse>(request, kEndEpochVersion,
+                                                           config_.request_timeout);
+}
+
+io::Task<void> RaftNode::fetch_loop() {
+  size_t rotation = 0;
+  while (true) {
+    int32_t target = kNoNode;
+    if (role_ == Role::kFollower && state_.leader_id >= 0) {
+      target = state_.leader_id;
+    } else if (!is_voter()) {
+      // An observer without a leader asks the voters in turn; their answer
+      // names the leader.
+      auto it = config_.voters.begin();
+      std::advance(it, static_cast<long>(rotation++ % config_.voters.size()));
+      target = it->first;
+    }
+    if (target == kNoNode) {
+      co_await changed_.wait();
+      continue;
+    }
+    absl::Status s = co_await fetch_once(generation_, target);
+    if (!failure_.ok()) co_return;
+    if (!s.ok()) co_await ctx_->clock().sleep_for(config_.retry_backoff * 5);
+  }
+}
+
+io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader) {
+  net::FetchRequest request;
+  request.cluster_id = config_.cluster_id;
+  request.replica_state.replica_id = config_.node_id;
+  // The leader holds an idle fetch this long; well inside the fetch
+  // timeout, or an idle follower would think the leader gone.
+  const int32_t fetch_timeout_ms = static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.fetch_timeout).count());
+  request.max_wait_ms = std::min(config_.fetch_max_wait_ms, fetch_timeout_ms / 4);
+  request.min_bytes = 0;
+  request.max_bytes = config_.fetch_max_bytes;
+  net::FetchRequest::FetchPartition p;
+  p.partition = kMetadataPartition;
+  p.current_leader_epoch = state_.epoch;
+  p.fetch_offset = log_->log_end_offset();
+  p.last_fetched_epoch = last_epoch();
+  p.log_start_offset = log_->log_start_offset();
+  p.partition_max_bytes = config_.fetch_max_bytes;
+  net::FetchRequest::FetchTopic topic;
+  topic.topic_id = metadata_topic_id();
+  topic.partitions.push_back(p);
+  request.topics.push_back(std::move(topic));
+  net::Peer* target = peer(leader);
+  if (target == nullptr) co_return absl::NotFoundError("no such voter");
+  absl::StatusOr<net::FetchResponse> response = co_await target->call<net::FetchResponse>(
+      request, kFetchVersion,
+      config_.request_timeout + std::chrono::milliseconds(request.max_wait_ms));
+  if (!response.ok()) co_return response.status();
+  if (response->error_code != 0) {
+    co_return absl::UnavailableError(fmt::format("fetch: {}", net::error_name(response->error_code)));
+  }
+  if (response->responses.size() != 1 || response->responses[0].partitions.size() != 1) {
+    co_return absl::DataLossError("fetch: unexpected response shape");
+  }
+  net::FetchResponse::PartitionData r = std::move(response->responses[0].partitions[0]);
+  auto lock = co_await mu_.lock();
+  if (generation_ != generation) co_return absl::OkStatus();
+  const auto& current = r.current_leader;
+  if (current.leader_epoch > state_.epoch ||
+      (current.leader_epoch == state_.epoch && current.leader_id >= 0 &&
+       current.leader_id != state_.leader_id)) {
+    co_return co_await observe_leader(current.leader_epoch, current.leader_id);
+  }
+  if (r.error_code != 0) {
+    co_return absl::UnavailableError(fmt::format("fetch: {}", net::error_name(r.error_code)));
+  }
+  if (!is_voter() && state_.leader_id != leader) {
+    // An observer asked a voter that turned out to lead at this epoch.
+    CO_RETURN_IF_ERROR(co_await observe_leader(state_.epoch, leader));
+  }
+  last_leader_contact_ = ctx_->clock().now();
+  fetch_deadline_ = ctx_->clock().now() + config_.fetch_timeout;
+  if (r.diverging_epoch.end_offset >= 0 || r.diverging_epoch.epoch >= 0) {
+    // Truncate to where our log and the leader's agree.
+    const storage::EpochEndOffset mine = log_->end_offset_for_epoch(r.diverging_epoch.epoch);
+    int64_t to = mine.epoch == r.diverging_epoch.epoch
+                     ? std::min(mine.end_offset, r.diverging_epoch.end_offset)
+                     : mine.end_offset;
+    if (to < 0) to = std::min<int64_t>(std::max<int64_t>(r.diverging_epoch.end_offset, 0),
+                                       log_->log_end_offset());
+    ctx_->log().info("raft: diverged from leader {} at epoch {}; truncating {} -> {}",
+                     state_.leader_id, r.diverging_epoch.epoch, log_->log_end_offset(), to);
+    if (to < high_watermark_) {
+      ctx_->log().error("raft: truncation to {} below the high watermark {}", to, high_watermark_);
+    }
+    absl::Status s = co_await log_->truncate_to(to);
+    if (!s.ok()) co_return fail(std::move(s));
+    changed();
+    co_return absl::OkStatus();
+  }
+  if (r.snapshot_id.end_offset >= 0) {
+    co_return absl::UnimplementedError("fetch: the leader asks for a snapshot fetch");
+  }
+  if (r.records.has_value() && !r.records->empty()) {
+    absl::StatusOr<storage::AppendResult> appended = co_await log_->append_as_follower(*r.records);
+    if (!appended.ok()) co_return fail(appended.status());
+    if (!appended->ok()) {
+      co_return absl::DataLossError(
+          fmt::format("fetch: records from the leader rejected: {}", appended->error_message));
+    }
+    // A follower reports only what it has flushed: its next fetch offset.
+    if (!config_.unsafe_ack_before_flush) {
+      lock.release();
+      absl::Status flushed = co_await log_->flush();
+      if (!flushed.ok()) co_return fail(std::move(flushed));
+      lock = co_await mu_.lock();
+      if (generation_ != generation) co_return absl::OkStatus();
+    }
+    changed();
+  }
+  if (r.high_watermark >= 0) set_high_watermark(std::min(r.high_watermark, log_->log_end_offset()));
+  co_return absl::OkStatus();
+}
+
+io::Task<void> RaftNode::deliver_loop() {
+  while (true) {
+    if (listener_ == nullptr || delivered_ >= high_watermark_) {
+      co_await changed_.wait();
+      continue;
+    }
+    auto lock = co_await mu_.lock();
+    absl::StatusOr<storage::ReadResult> read =
+        co_await log_->read(delivered_, 1 << 20, storage::ReadBound::kLogEnd, true);
+    if (!read.ok()) {
+      (void)fail(read.status());
+      co_return;
+    }
+    if (read->error != net::Error::kNone) {
+      (void)fail(absl::InternalError(fmt::format("raft: reading committed offset {}: {}",
+                                                 delivered_, net::error_name(net::code(read->error)))));
+      co_return;
+    }
+    net::BatchIterator it(read->records);
+    bool progressed = false;
+    while (true) {
+      absl::StatusOr<std::optional<net::BatchView>> next = it.next();
+      if (!next.ok()) {
+        (void)fail(next.status());
+        co_return;
+      }
+      if (!next->has_value()) break;
+      const net::RecordBatchHeader& h = (*next)->header;
+      if (h.last_offset() >= high_watermark_) break;
+      if (h.last_offset() < delivered_) continue;
+      CommittedBatch batch{.base_offset = h.base_offset,
+                           .last_offset = h.last_offset(),
+                           .epoch = h.partition_leader_epoch,
+                           .control = h.is_control(),
+                           .bytes = (*next)->bytes};
+      delivered_ = h.next_offset();
+      progressed = true;
+      listener_->handle_commit(batch);
+    }
+    if (!progressed) {
+      lock.release();
+      co_await changed_.wait();
+    }
+  }
+}
+
+// --- appends -----------------------------------------------------------------
+
+io::Task<absl::StatusOr<AppendedBatch>> RaftNode::append(std::vector<io::Buffer> values) {
+  auto lock = co_await mu_.lock();
+  if (!failure_.ok()) co_return failure_;
+  if (role_ != Role::kLeader || high_watermark_ <= epoch_start_offset_) {
+    co_return absl::FailedPreconditionError(
+        fmt::format("NOT_LEADER_OR_FOLLOWER: node {} is {} in epoch {}", config_.node_id,
+                    role_name(role_), state_.epoch));
+  }
+  const uint64_t generation = generation_;
+  const int32_t epoch = state_.epoch;
+  net::RecordBatchOptions options;
+  options.partition_leader_epoch = epoch;
+  net::RecordBatchBuilder builder(options);
+  const int64_t now_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
+  for (io::Buffer& v : values) {
+    net::NewRecord record;
+    record.timestamp_ms = now_ms;
+    record.value = std::move(v);
+    builder.append(std::move(record));
+  }
+  CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
+  absl::StatusOr<storage::AppendResult> appended =
+      co_await log_->append_as_leader(std::move(batch), epoch, storage::AppendOrigin::kCoordinator);
+  if (!appended.ok()) co_return fail(appended.status());
+  if (!appended->ok()) {
+    co_return absl::InvalidArgumentError(
+        fmt::format("{}: {}", net::error_name(net::code(appended->error)), appended->error_message));
+  }
+  AppendedBatch result{.epoch = epoch,
+                       .base_offset = appended->first_offset,
+                       .last_offset = appended->last_offset};
+  changed();  // followers waiting in a fetch see the new batch
+  if (config_.unsafe_ack_before_flush) {
+    update_high_watermark();
+    co_return result;
+  }
+  lock.release();
+  absl::Status flushed = co_await log_->flush(result.last_offset + 1);
+  if (!flushed.ok()) co_return fail(std::move(flushed));
+  lock = co_await mu_.lock();
+  if (generation_ == generation) update_high_watermark();
+  co_return result;
+}
+
+io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, io::Instant deadline) {
+  while (true) {
+    const uint64_t seen = changes_;
+    if (!failure_.ok()) co_return failure_;
+    // Once the epoch is over the entry may have been replaced, so the high
+    // watermark says nothing about it any more.
+    if (state_.epoch != epoch || role_ != Role::kLeader) {
+      co_return absl::AbortedError(fmt::format("epoch {} ended before offset {} committed", epoch, offset));
+    }
+    if (high_watermark_ > offset) co_return absl::OkStatus();
+    if (ctx_->clock().now() >= deadline) co_return absl::DeadlineExceededError("not committed in time");
+    co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+  }
+}
+
+// --- request handlers --------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::handle_request(net::RequestFrame frame) {
+  switch (frame.header.request_api_key) {
+    case net::VoteRequest::kApiKey: co_return co_await on_vote(frame);
+    case net::BeginQuorumEpochRequest::kApiKey: co_return co_await on_begin_epoch(frame);
+    case net::EndQuorumEpochRequest::kApiKey: co_return co_await on_end_epoch(frame);
+    case net::FetchRequest::kApiKey: co_return co_await on_fetch(frame);
+    case net::DescribeQuorumRequest::kApiKey: co_return co_await on_describe_quorum(frame);
+    default:
+      co_return absl::UnimplementedError(
+          fmt::format("raft: API key {} is not served here", frame.header.request_api_key));
+  }
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_vote(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::VoteRequest request, net::decode_body<net::VoteRequest>(frame));
+  net::VoteResponse response;
+  net::VoteResponse::PartitionData out;
+  out.partition_index = kMetadataPartition;
+  if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1 ||
+      request.topics[0].topic_name != kMetadataTopic ||
+      request.topics[0].partitions[0].partition_index != kMetadataPartition) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return net::encode_response(response, frame.header);
+  }
+  const net::VoteRequest::PartitionData& p = request.topics[0].partitions[0];
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    response.error_code = err(net::Error::kInconsistentClusterId);
+    co_return net::encode_response(response, frame.header);
+  }
+  bool granted = false;
+  if (!is_voter() || !config_.voters.contains(p.candidate_id)) {
+    out.error_code = err(net::Error::kInconsistentVoterSet);
+  } else if (p.candidate_epoch < state_.epoch) {
+    out.error_code = err(net::Error::kFencedLeaderEpoch);
+  } else if (p.pre_vote) {
+    // A pre-vote changes nothing here; it is granted when this voter would
+    // vote and has not heard from a leader within the fetch timeout.
+    const io::Instant now = ctx_->clock().now();
+    const bool leader_alive = role_ == Role::kLeader ||
+                              (role_ == Role::kFollower && last_leader_contact_.has_value() &&
+                               now < *last_leader_contact_ + config_.fetch_timeout);
+    granted = !leader_alive && log_up_to_date(p.last_offset_epoch, p.last_offset);
+  } else {
+    if (p.candidate_epoch > state_.epoch) {
+      CO_RETURN_IF_ERROR(co_await become_unattached(p.candidate_epoch, kNoNode));
+    }
+    if (state_.voted_id == p.candidate_id) {
+      granted = true;
+    } else if (role_ == Role::kUnattached && state_.voted_id == kNoNode &&
+               log_up_to_date(p.last_offset_epoch, p.last_offset)) {
+      state_.voted_id = p.candidate_id;
+      if (!config_.unsafe_skip_vote_persist) CO_RETURN_IF_ERROR(co_await persist());
+      reset_election_deadline();
+      granted = true;
+    }
+    if (granted && probe_ != nullptr) probe_->vote_granted(config_.node_id, state_.epoch, p.candidate_id);
+  }
+  out.vote_granted = granted;
+  ctx_->log().debug("raft: {}vote for {} in epoch {}: {} (mine: epoch {} voted {} role {})",
+                    p.pre_vote ? "pre-" : "", p.candidate_id, p.candidate_epoch,
+                    granted ? "granted" : "refused", state_.epoch, state_.voted_id, role_name(role_));
+  out.leader_epoch = state_.epoch;
+  out.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  response.topics.push_back(metadata_topic<net::VoteResponse::TopicData>(out));
+  co_return net::encode_response(response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_begin_epoch(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::BeginQuorumEpochRequest request,
+                      net::decode_body<net::BeginQuorumEpochRequest>(frame));
+  net::BeginQuorumEpochResponse response;
+  if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1 ||
+      request.topics[0].topic_name != kMetadataTopic) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return net::encode_response(response, frame.header);
+  }
+  const auto& p = request.topics[0].partitions[0];
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    response.error_code = err(net::Error::kInconsistentClusterId);
+    co_return net::encode_response(response, frame.header);
+  }
+  net::BeginQuorumEpochResponse::PartitionData out;
+  out.partition_index = kMetadataPartition;
+  if (p.leader_epoch < state_.epoch) {
+    out.error_code = err(net::Error::kFencedLeaderEpoch);
+  } else if (p.leader_id == config_.node_id || !config_.voters.contains(p.leader_id)) {
+    out.error_code = err(net::Error::kInconsistentVoterSet);
+  } else {
+    CO_RETURN_IF_ERROR(co_await observe_leader(p.leader_epoch, p.leader_id));
+    if (role_ == Role::kFollower && state_.leader_id == p.leader_id) {
+      last_leader_contact_ = ctx_->clock().now();
+      fetch_deadline_ = ctx_->clock().now() + config_.fetch_timeout;
+    }
+  }
+  out.leader_epoch = state_.epoch;
+  out.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  response.topics.push_back(metadata_topic<net::BeginQuorumEpochResponse::TopicData>(out));
+  co_return net::encode_response(response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_end_epoch(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::EndQuorumEpochRequest request,
+                      net::decode_body<net::EndQuorumEpochRequest>(frame));
+  net::EndQuorumEpochResponse response;
+  if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1 ||
+      request.topics[0].topic_name != kMetadataTopic) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return net::encode_response(response, frame.header);
+  }
+  const auto& p = request.topics[0].partitions[0];
+  auto lock = co_await mu_.lock();
+  net::EndQuorumEpochResponse::PartitionData out;
+  out.partition_index = kMetadataPartition;
+  if (p.leader_epoch < state_.epoch) {
+    out.error_code = err(net::Error::kFencedLeaderEpoch);
+  } else if (p.leader_epoch > state_.epoch) {
+    CO_RETURN_IF_ERROR(co_await become_unattached(p.leader_epoch, kNoNode));
+  } else if (role_ == Role::kFollower && state_.leader_id == p.leader_id) {
+    // The leader steps down: stand for election soon, the best-placed
+    // successors first.
+    const auto& order = p.preferred_successors;
+    const auto pos = std::find(order.begin(), order.end(), config_.node_id);
+    const size_t rank = pos == order.end() ? order.size() : static_cast<size_t>(pos - order.begin());
+    io::Duration backoff{0};
+    if (rank > 0) {
+      backoff = std::min(config_.retry_backoff * (int64_t{1} << std::min<size_t>(rank, 10)),
+                         config_.election_backoff_max);
+    }
+    fetch_deadline_ = ctx_->clock().now() + backoff;
+    changed();
+  }
+  out.leader_epoch = state_.epoch;
+  out.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  response.topics.push_back(metadata_topic<net::EndQuorumEpochResponse::TopicData>(out));
+  co_return net::encode_response(response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::FetchRequest request, net::decode_body<net::FetchRequest>(frame));
+  const int16_t version = frame.header.request_api_version;
+  net::FetchResponse response;
+  const net::FetchRequest::FetchPartition* p = nullptr;
+  if (request.topics.size() == 1 && request.topics[0].partitions.size() == 1) {
+    const auto& t = request.topics[0];
+    const bool topic_ok = version >= 13 ? t.topic_id == metadata_topic_id() : t.topic == kMetadataTopic;
+    if (topic_ok && t.partitions[0].partition == kMetadataPartition) p = &t.partitions[0];
+  }
+  if (p == nullptr) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return net::encode_response(response, frame.header);
+  }
+  const int32_t replica = version >= 15 ? request.replica_state.replica_id : request.replica_id;
+  net::FetchResponse::PartitionData out;
+  out.partition_index = kMetadataPartition;
+  auto respond = [&]() {
+    out.current_leader.leader_id =
+        role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+    out.current_leader.leader_epoch = state_.epoch;
+    out.log_start_offset = log_->log_start_offset();
+    net::FetchResponse::FetchableTopicResponse topic;
+    topic.topic = std::string(kMetadataTopic);
+    topic.topic_id = metadata_topic_id();
+    topic.partitions.push_back(std::move(out));
+    response.responses.push_back(std::move(topic));
+    return net::encode_response(response, frame.header);
+  };
+
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    response.error_code = err(net::Error::kInconsistentClusterId);
+    co_return net::encode_response(response, frame.header);
+  }
+  if (p->current_leader_epoch > state_.epoch) {
+    out.error_code = err(net::Error::kUnknownLeaderEpoch);
+    co_return respond();
+  }
+  if (p->current_leader_epoch >= 0 && p->current_leader_epoch < state_.epoch) {
+    out.error_code = err(net::Error::kFencedLeaderEpoch);
+    co_return respond();
+  }
+  if (role_ != Role::kLeader) {
+    out.error_code = err(net::Error::kNotLeaderOrFollower);
+    co_return respond();
+  }
+  const uint64_t generation = generation_;
+  // Does the follower's log agree with ours at its end?
+  if (p->fetch_offset > 0 || p->last_fetched_epoch > 0) {
+    const storage::EpochEndOffset end = log_->end_offset_for_epoch(p->last_fetched_epoch);
+    if (end.epoch != p->last_fetched_epoch || end.end_offset < p->fetch_offset) {
+      out.diverging_epoch.epoch = end.epoch;
+      out.diverging_epoch.end_offset = end.end_offset;
+      out.high_watermark = high_watermark_;
+      co_return respond();
+    }
+  }
+  if (p->fetch_offset < log_->log_start_offset() || p->fetch_offset > log_->log_end_offset()) {
+    out.error_code = err(net::Error::kOffsetOutOfRange);
+    co_return respond();
+  }
+  const io::Instant now = ctx_->clock().now();
+  if (config_.voters.contains(replica) && replica != config_.node_id) {
+    Progress& progress = voters_progress_[replica];
+    progress.end_offset = p->fetch_offset;
+    progress.last_fetch = now;
+    progress.acknowledged = true;
+    update_high_watermark();
+  } else if (replica >= 0) {
+    Progress& progress = observers_progress_[replica];
+    progress.end_offset = p->fetch_offset;
+    progress.last_fetch = now;
+  }
+  const size_t max_bytes = static_cast<size_t>(
+      std::max<int32_t>(1, std::min(request.max_bytes, p->partition_max_bytes)));
+  const io::Instant deadline = now + std::chrono::milliseconds(std::max(request.max_wait_ms, 0));
+  const int64_t hw_seen = high_watermark_;
+  while (true) {
+    const uint64_t seen = changes_;
+    absl::StatusOr<storage::ReadResult> read =
+        co_await log_->read(p->fetch_offset, max_bytes, storage::ReadBound::kLogEnd, true);
+    if (!read.ok()) co_return fail(read.status());
+    if (read->error != net::Error::kNone) {
+      out.error_code = err(read->error);
+      co_return respond();
+    }
+    if (!read->records.empty() || high_watermark_ != hw_seen || ctx_->clock().now() >= deadline) {
+      out.high_watermark = high_watermark_;
+      out.records = std::move(read->records);
+      co_return respond();
+    }
+    // Long poll: wait for an append or a new high watermark.
+    lock.release();
+    co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+    lock = co_await mu_.lock();
+    if (generation_ != generation || role_ != Role::kLeader) {
+      out.error_code = err(net::Error::kNotLeaderOrFollower);
+      co_return respond();
+    }
+  }
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_describe_quorum(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeQuorumRequest request,
+                      net::decode_body<net::DescribeQuorumRequest>(frame));
+  (void)request;
+  net::DescribeQuorumResponse response;
+  auto lock = co_await mu_.lock();
+  net::DescribeQuorumResponse::PartitionData d = describe();
+  if (role_ != Role::kLeader) {
+    d.error_code = err(net::Error::kNotLeaderOrFollower);
+    d.error_message = std::string("not the leader");
+  } else {
+    d.error_message = std::nullopt;
+  }
+  response.error_message = std::nullopt;
+  response.topics.push_back(metadata_topic<net::DescribeQuorumResponse::TopicData>(d));
+  for (const auto& [id, address] : config_.voters) {
+    net::DescribeQuorumResponse::Node node;
+    node.node_id = id;
+    net::DescribeQuorumResponse::Listener listener;
+    listener.name = "CONTROLLER";
+    listener.host = address.host;
+    listener.port = address.port;
+    node.listeners.push_back(std::move(listener));
+    response.nodes.push_back(std::move(node));
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+}  // namespace brook::raft

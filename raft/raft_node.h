@@ -1,0 +1,266 @@
+// raft/raft_node.h
+//
+// RaftNode: one replica of the KRaft quorum (Kafka's KafkaRaftClient) over
+// the `__cluster_metadata-0` log (storage::Log).
+//
+// Protocol, as Kafka defines it (KIP-595, KIP-996):
+// - Roles: Unattached (no known leader), Prospective (pre-voting: asks
+//   the voters whether they would vote, without raising the epoch),
+//   Candidate (voted for itself in a new epoch), Leader, Follower,
+//   Resigned (a leader shutting down). Observers (nodes that are not voters)
+//   only follow.
+// - Election. A voter that hears nothing from a leader for fetch_timeout
+//   (a follower) or election_timeout plus a random backoff (otherwise)
+//   becomes Prospective and sends Vote with PreVote=true. A voter grants a
+//   pre-vote when the candidate's log is at least as up to date as its own
+//   and it has not heard from a leader within fetch_timeout. With a
+//   majority of pre-votes the node becomes Candidate at epoch + 1, persists
+//   its vote for itself and asks for real votes. A voter grants at most one
+//   vote per epoch, and persists it (`quorum-state`) before answering.
+// - Leadership. A new leader persists its state, appends a LeaderChange
+//   control batch at its epoch, and sends BeginQuorumEpoch to every voter
+//   until each one answers or fetches. Followers pull with Fetch; the
+//   leader checks each fetch's (offset, last fetched epoch) against its log
+//   and answers DivergingEpoch when they disagree, and the follower
+//   truncates. A leader that has not been fetched from by a majority within
+//   1.5 fetch timeouts resigns (check quorum).
+// - Commit. Every replica flushes what it appends before it reports it
+//   (the leader counts its own flushed offset; a follower's fetch offset is
+//   flushed). The high watermark is the largest offset a majority of voters
+//   hold, and moves only once it is past the leader's epoch start offset,
+//   so an entry of the leader's own epoch is committed first.
+//
+// Listener. Committed batches (below the high watermark) are handed to the
+// listener in log order, each exactly once per incarnation of the node; a
+// restarted node replays its log from the start.
+//
+// Single event loop: all state changes happen under one mutex, so handlers
+// see the state as Kafka's single poll thread would.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "io/buffer.h"
+#include "io/context.h"
+#include "io/network.h"
+#include "io/scope.h"
+#include "io/sync.h"
+#include "io/task.h"
+#include "io/time.h"
+#include "net/kafka/frame.h"
+#include "net/kafka/messages/describe_quorum_response.h"
+#include "net/kafka/rpc.h"
+#include "net/kafka/wire.h"
+#include "raft/quorum_state.h"
+#include "storage/log.h"
+
+namespace brook::raft {
+
+inline constexpr std::string_view kMetadataTopic = "__cluster_metadata";
+// Kafka's fixed topic id of the metadata topic (AAAAAAAAAAAAAAAAAAAAAQ).
+net::Uuid metadata_topic_id();
+inline constexpr int32_t kMetadataPartition = 0;
+
+enum class Role : uint8_t {
+  kUnattached,
+  kProspective,
+  kCandidate,
+  kLeader,
+  kFollower,
+  kResigned,
+};
+std::string_view role_name(Role role);
+
+struct RaftConfig {
+  int32_t node_id = 0;
+  // controller.quorum.voters: id -> address.
+  std::map<int32_t, io::Address> voters;
+  std::string cluster_id;
+  // The log's directory relative to the Disk's root.
+  std::string log_dir = "__cluster_metadata-0";
+  storage::LogConfig log_config;
+  // controller.quorum.election.timeout.ms / election.backoff.max.ms /
+  // fetch.timeout.ms / request.timeout.ms / retry.backoff.ms.
+  io::Duration election_timeout{std::chrono::milliseconds(1000)};
+  io::Duration election_backoff_max{std::chrono::milliseconds(1000)};
+  io::Duration fetch_timeout{std::chrono::milliseconds(2000)};
+  io::Duration request_timeout{std::chrono::milliseconds(2000)};
+  io::Duration retry_backoff{std::chrono::milliseconds(20)};
+  // Fetch long-poll and size.
+  int32_t fetch_max_wait_ms = 500;
+  int32_t fetch_max_bytes = 8 << 20;
+  // Mutation testing only: broken replicas the simulation's checkers must
+  // catch. Grant votes without persisting them first; report (and, as
+  // leader, count) appended offsets before they are flushed.
+  bool unsafe_skip_vote_persist = false;
+  bool unsafe_ack_before_flush = false;
+};
+
+// One committed batch, as stored (a slice of the log's bytes).
+struct CommittedBatch {
+  int64_t base_offset = 0;
+  int64_t last_offset = 0;
+  int32_t epoch = 0;
+  bool control = false;
+  io::Buffer bytes;
+};
+
+// Receives committed batches in order. handle_commit runs on the node's
+// loop and must not block.
+class RaftListener {
+ public:
+  virtual ~RaftListener() = default;
+  virtual void handle_commit(const CommittedBatch& batch) = 0;
+  virtual void handle_leader_change(int32_t leader_id, int32_t epoch) {
+    (void)leader_id;
+    (void)epoch;
+  }
+};
+
+// Observations for simulation checkers; they never change behaviour.
+class RaftProbe {
+ public:
+  virtual ~RaftProbe() = default;
+  virtual void became_leader(int32_t node_id, int32_t epoch) = 0;
+  virtual void vote_granted(int32_t node_id, int32_t epoch, int32_t candidate) = 0;
+};
+
+struct AppendedBatch {
+  int32_t epoch = 0;
+  int64_t base_offset = 0;
+  int64_t last_offset = 0;
+};
+
+class RaftNode {
+ public:
+  // Opens (recovering) the log and the quorum state.
+  static io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> open(io::Context& ctx,
+                                                                  RaftConfig config);
+  ~RaftNode();
+  RaftNode(const RaftNode&) = delete;
+  RaftNode& operator=(const RaftNode&) = delete;
+
+  void set_listener(RaftListener* listener) { listener_ = listener; }
+  void set_probe(RaftProbe* probe) { probe_ = probe; }
+
+  // Runs the replica: serves Raft RPCs on `listener` and drives elections,
+  // replication and the listener. Returns only on a fatal error (the log
+  // went offline); cancel it to stop the node.
+  io::Task<absl::Status> run(io::Listener& listener);
+
+  // Answers one request frame (Vote, BeginQuorumEpoch, EndQuorumEpoch,
+  // Fetch of the metadata partition, DescribeQuorum).
+  io::Task<absl::StatusOr<io::BufferChain>> handle_request(net::RequestFrame frame);
+
+  // Leader only: appends one batch holding `values` (record values, null
+  // keys) at the current epoch. NOT_LEADER_OR_FOLLOWER (as
+  // FailedPrecondition) on other replicas.
+  io::Task<absl::StatusOr<AppendedBatch>> append(std::vector<io::Buffer> values);
+  // Waits until `offset` is committed while `epoch` lasts: Ok once the high
+  // watermark is past it, Aborted when the epoch changes first (the entry
+  // may or may not commit), DeadlineExceeded at `deadline`.
+  io::Task<absl::Status> wait_committed(int64_t offset, int32_t epoch, io::Instant deadline);
+  // Graceful shutdown of a leader: resigns and tells the voters
+  // (EndQuorumEpoch) so that one of them takes over at once.
+  io::Task<void> resign();
+
+  Role role() const { return role_; }
+  int32_t epoch() const { return state_.epoch; }
+  int32_t leader_id() const { return state_.leader_id; }
+  int32_t voted_id() const { return state_.voted_id; }
+  int32_t node_id() const { return config_.node_id; }
+  bool is_voter() const { return config_.voters.contains(config_.node_id); }
+  int64_t high_watermark() const { return high_watermark_; }
+  storage::Log& log() { return *log_; }
+  const RaftConfig& config() const { return config_; }
+  // DescribeQuorum's partition answer as this replica sees it.
+  net::DescribeQuorumResponse::PartitionData describe() const;
+
+ private:
+  struct Progress {
+    int64_t end_offset = -1;
+    std::optional<io::Instant> last_fetch;
+    bool acknowledged = false;
+  };
+
+  RaftNode(io::Context& ctx, RaftConfig config, std::unique_ptr<storage::Log> log);
+
+  // State changes; REQUIRE the mutex. Each persists before it returns.
+  io::Task<absl::Status> persist();
+  io::Task<absl::Status> become_unattached(int32_t epoch, int32_t voted_id);
+  io::Task<absl::Status> become_follower(int32_t epoch, int32_t leader_id);
+  io::Task<absl::Status> become_prospective();
+  io::Task<absl::Status> become_candidate();
+  io::Task<absl::Status> become_leader();
+  // An RPC answer or request names epoch/leader: follow when it is newer.
+  io::Task<absl::Status> observe_leader(int32_t epoch, int32_t leader_id);
+  void changed();
+  void reset_election_deadline();
+
+  // Background loops.
+  io::Task<absl::Status> wait_failure();
+  io::Task<void> timer_loop();
+  io::Task<void> fetch_loop();
+  io::Task<void> deliver_loop();
+  io::Task<void> send_votes(uint64_t generation, bool pre_vote);
+  io::Task<void> request_vote(uint64_t generation, int32_t voter, bool pre_vote);
+  io::Task<void> send_begin_epoch(uint64_t generation, int32_t voter);
+  io::Task<void> send_end_epoch(int32_t epoch, int32_t voter, std::vector<int32_t> successors);
+  io::Task<void> append_leader_change(uint64_t generation);
+  io::Task<absl::Status> fetch_once(uint64_t generation, int32_t leader);
+
+  // Request handlers.
+  io::Task<absl::StatusOr<io::BufferChain>> on_vote(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_begin_epoch(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_end_epoch(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_fetch(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_quorum(const net::RequestFrame& frame);
+
+  // Leader bookkeeping.
+  void update_high_watermark();
+  void set_high_watermark(int64_t hw);
+  bool log_up_to_date(int32_t last_epoch, int64_t last_offset) const;
+  int32_t last_epoch() const;
+  size_t majority() const { return config_.voters.size() / 2 + 1; }
+  io::Duration random_backoff(io::Duration max);
+  net::Peer* peer(int32_t id);
+  absl::Status fail(absl::Status status);
+
+  io::Context* ctx_;
+  RaftConfig config_;
+  std::unique_ptr<storage::Log> log_;
+  io::Mutex mu_;
+  ElectionState state_;
+  Role role_ = Role::kUnattached;
+  // Bumped by every state change; tasks of an older generation stop.
+  uint64_t generation_ = 0;
+  int64_t high_watermark_ = 0;
+  int64_t epoch_start_offset_ = -1;  // leader: its LeaderChange batch
+  io::Instant election_deadline_{};
+  io::Instant fetch_deadline_{};       // follower: when the leader is presumed gone
+  std::optional<io::Instant> last_leader_contact_;
+  std::set<int32_t> granted_;          // prospective/candidate: votes so far
+  std::set<int32_t> rejected_;
+  std::map<int32_t, Progress> voters_progress_;     // leader
+  std::map<int32_t, Progress> observers_progress_;  // leader
+  std::map<int32_t, std::unique_ptr<net::Peer>> peers_;
+  int32_t observer_target_ = kNoNode;  // observers: the voter asked next
+  io::WaitList changed_;               // any state, HW or log change
+  uint64_t changes_ = 0;               // counts changed() calls
+  RaftListener* listener_ = nullptr;
+  RaftProbe* probe_ = nullptr;
+  int64_t delivered_ = 0;  // next offset for the listener
+  int32_t delivered_leader_epoch_ = -1;
+  absl::Status failure_;
+  std::unique_ptr<io::TaskScope> scope_;
+};
+
+}  // namespace brook::raft

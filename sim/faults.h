@@ -1,0 +1,95 @@
+// sim/faults.h
+//
+// Swarm fault configuration and the fault schedule shared by the
+// scenarios. FaultConfig::draw() picks, from a seeded Random, which fault
+// classes a run has and how hard they hit (swarm testing: each seed its own
+// mix); FaultSchedule runs them against a World as independent chains of
+// world events, one per class, while the fault phase lasts: crashes
+// (single or all nodes at once, with a restart after a delay and new clock
+// drift), symmetric, one-way and isolating partitions, clogged nodes,
+// connection resets and wall-clock jumps. A node whose main task stopped
+// (a disk error) is power-cycled as a supervisor would.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "io/random.h"
+#include "io/time.h"
+#include "sim/disk.h"
+#include "sim/network.h"
+#include "sim/world.h"
+
+namespace brook::sim {
+
+// Interval 0 switches a fault class off.
+struct FaultConfig {
+  io::Duration crash_interval{0};
+  io::Duration restart_delay_max{0};
+  double crash_all_probability = 0;
+  io::Duration partition_interval{0};
+  io::Duration partition_duration_max{0};
+  io::Duration clog_interval{0};
+  io::Duration clog_duration_max{0};
+  io::Duration reset_interval{0};
+  io::Duration wall_jump_interval{0};
+  io::Duration wall_jump_max{0};
+  int64_t drift_ppm_max = 0;
+  io::Duration wall_offset_max{0};
+  NetworkOptions network;
+  DiskFaults disk;
+
+  static FaultConfig draw(io::Random& r);
+  // Three lines: faults, network, disk.
+  std::string describe() const;
+  // A node's clocks and disk faults, drawn from `r`.
+  NodeOptions node_options(io::Random& r) const;
+};
+
+// Helpers for drawing configurations.
+io::Duration uniform_duration(io::Random& r, io::Duration lo, io::Duration hi);
+// Off (0) with probability `off`, else uniform in [lo, hi].
+io::Duration maybe_interval(io::Random& r, double off, io::Duration lo, io::Duration hi);
+double maybe_probability(io::Random& r, double off, double lo, double hi);
+std::string seconds(io::Duration d);
+// "off" for 0, else "every ~Xs".
+std::string every(io::Duration d);
+
+class FaultSchedule {
+ public:
+  FaultSchedule(World& world, const FaultConfig& config) : world_(world), config_(config) {}
+
+  void start();
+  // Supervision stops (a final power loss and read-back follow).
+  void finish() { final_ = true; }
+  // Ends the fault phase: heals the network, clears disk faults and brings
+  // every node back.
+  void stop();
+
+  uint64_t crashes = 0;
+  uint64_t partitions = 0;
+  uint64_t clogs = 0;
+  uint64_t resets = 0;
+  uint64_t wall_jumps = 0;
+  uint64_t revivals = 0;
+
+ private:
+  io::Random& random() { return world_.random(); }
+  void arm(io::Duration interval, std::function<void()> tick);
+  int random_node();
+  void crash_one(int i);
+  void crash_tick();
+  void partition_tick();
+  void clog_tick();
+  void reset_tick();
+  void wall_jump_tick();
+  void revive_tick();
+
+  World& world_;
+  const FaultConfig& config_;
+  bool active_ = true;
+  bool final_ = false;
+};
+
+}  // namespace brook::sim

@@ -1,0 +1,69 @@
+// sim/kraft.h
+//
+// The "kraft" scenario: a KRaft controller quorum (raft/raft_node.h) of 3 or
+// 5 voters, sometimes with an observer, on simulated disks and network. On
+// every node a writer appends batches of metadata records whenever the node
+// leads, and counts a batch acknowledged once it is committed. Faults are
+// drawn per seed (sim/faults.h: crashes with lost unsynced writes and torn
+// tails, disk errors and corrupted reads, symmetric / one-way / isolating
+// partitions, clogs, resets, clock drift and jumps). Then the faults stop,
+// and the quorum must elect a leader and commit a new write within the
+// quiet phase; finally every node loses power at once and its log is read
+// back from disk.
+//
+// Checkers (the oracle lives outside the nodes, so it survives crashes):
+// - election safety: at most one leader per epoch;
+// - committed entries never change: every batch any node hands to its
+//   listener (below its high watermark) is identical, at its offset, to
+//   what every other node handed over, in every incarnation;
+// - listener order: each incarnation delivers the log gap-free from 0;
+// - metadata images: replaying the committed records gives every node the
+//   same MetadataImage hash at the same offset;
+// - durability: every committed batch is on the disks of a majority of
+//   voters after the final power loss, and every acknowledged batch is
+//   committed;
+// - agreement: after the quiet phase every voter's log holds the committed
+//   prefix;
+// - liveness: after the faults heal, a leader commits a new write within
+//   the quiet phase.
+//
+// Mutations (KraftConfig::mutation) break the replica on purpose, to prove
+// the checkers catch what they claim to: "skip-vote-persist" grants votes
+// without persisting them; "ack-before-flush" reports appended offsets
+// before they are durable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "io/time.h"
+#include "sim/faults.h"
+#include "sim/scenario.h"
+
+namespace brook::sim {
+
+struct KraftConfig {
+  int voters = 3;
+  int observers = 0;
+  io::Duration write_interval_min{0};
+  io::Duration write_interval_max{0};
+  int records_per_batch_max = 1;
+  // controller.quorum.election.timeout.ms (the fetch timeout is twice it).
+  io::Duration election_timeout{0};
+  io::Duration workload{0};
+  io::Duration quiet_max{0};
+  FaultConfig faults;
+  // "" (none) or "skip-vote-persist".
+  std::string mutation;
+
+  static KraftConfig draw(uint64_t seed);
+  std::string describe() const;
+};
+
+// Runs the scenario for options.seed; options.name is "kraft", or
+// "kraft-mutant-vote" (skip-vote-persist) or "kraft-mutant-flush"
+// (ack-before-flush).
+absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options);
+
+}  // namespace brook::sim
