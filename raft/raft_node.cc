@@ -502,8 +502,13 @@ io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool p
     const net::VoteResponse::PartitionData r = response->topics[0].partitions[0];
     auto lock = co_await mu_.lock();
     if (generation_ != generation) co_return;
+    // A newer epoch ends this election. A refusal naming this epoch's
+    // leader sends this node back to following it; a grant from a voter
+    // that still follows the old leader counts (it has not heard from it
+    // within the fetch timeout either).
     if (r.leader_epoch > state_.epoch ||
-        (r.leader_epoch == state_.epoch && r.leader_id >= 0 && r.leader_id != config_.node_id)) {
+        (!r.vote_granted && r.leader_epoch == state_.epoch && r.leader_id >= 0 &&
+         r.leader_id != config_.node_id)) {
       (void)co_await observe_leader(r.leader_epoch, r.leader_id);
       co_return;
     }
@@ -608,7 +613,10 @@ io::Task<void> RaftNode::fetch_loop() {
     }
     absl::Status s = co_await fetch_once(generation_, target);
     if (!failure_.ok()) co_return;
-    if (!s.ok()) co_await ctx_->clock().sleep_for(config_.retry_backoff * 5);
+    if (!s.ok()) {
+      ctx_->log().debug("raft: fetch from {}: {}", target, s.ToString());
+      co_await ctx_->clock().sleep_for(config_.retry_backoff * 5);
+    }
   }
 }
 

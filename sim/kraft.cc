@@ -501,13 +501,15 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   world_options.network = config.faults.network;
   world_options.trace = options.trace;
   world_options.log_sink = options.log_sink;
+  const int nodes = config.voters + config.observers;
+  // Declared before the World: node tasks still alive when the World goes
+  // touch it as they die.
+  KraftShared shared(config, nodes);
   World world(options.seed, world_options);
   if (options.out != nullptr) {
     fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name,
                options.seed, config.describe(), world.buggify().enabled() ? "on" : "off");
   }
-  const int nodes = config.voters + config.observers;
-  KraftShared shared(config, nodes);
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
   for (int i = 0; i < nodes; ++i) {
     Node& node = world.add_node(config.faults.node_options(node_random));
@@ -587,6 +589,52 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
       faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
+}
+
+absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters) {
+  KraftConfig config;
+  config.voters = voters;
+  config.write_interval_min = 10ms;
+  config.write_interval_max = 10ms;
+  config.records_per_batch_max = 1;
+  config.election_timeout = 1s;
+  WorldOptions world_options;
+  world_options.scenario = "kraft-failover";
+  KraftShared shared(config, voters);  // before the World, as in run_kraft
+  World world(seed, world_options);
+  for (int i = 0; i < voters; ++i) {
+    Node& node = world.add_node();
+    shared.addresses.push_back(node.address(kControllerPort));
+    shared.voters.emplace(i + 1, node.address(kControllerPort));
+  }
+  KraftShared* s = &shared;
+  for (int i = 0; i < voters; ++i) {
+    world.node(i).start([s, i](io::Context& ctx) { return kraft_node_main(&ctx, s, i); });
+  }
+  world.run_for(5s);
+  int leader = -1;
+  for (int i = 0; i < voters; ++i) {
+    if (shared.live[static_cast<size_t>(i)] != nullptr &&
+        shared.live[static_cast<size_t>(i)]->role() == raft::Role::kLeader) {
+      leader = i;
+    }
+  }
+  if (leader < 0) return absl::InternalError("no leader after 5 s");
+  const int32_t old_epoch = shared.live[static_cast<size_t>(leader)]->epoch();
+  world.node(leader).crash();
+  const int64_t crashed = world.now_ns();
+  const bool ok = world.run_until(
+      [&] {
+        if (shared.oracle.last_ack_ns <= crashed) return false;
+        for (int i = 0; i < voters; ++i) {
+          const raft::RaftNode* n = shared.live[static_cast<size_t>(i)];
+          if (n != nullptr && n->role() == raft::Role::kLeader && n->epoch() > old_epoch) return true;
+        }
+        return false;
+      },
+      60s);
+  if (!ok) return absl::DeadlineExceededError("no new leader committed within 60 s");
+  return io::Duration(world.now_ns() - crashed);
 }
 
 }  // namespace brook::sim

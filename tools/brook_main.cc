@@ -13,8 +13,9 @@ void usage() {
   std::fprintf(stderr,
                "usage: brook <command> [args]\n"
                "commands:\n"
-               "  sim    run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
-               "  bench  real-backend benchmarks (net, file)\n");
+               "  sim         run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
+               "  bench       real-backend benchmarks (net, file)\n"
+               "  controller  run one KRaft controller quorum replica\n");
 }
 
 }  // namespace
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   const std::string_view command = argv[1];
   if (command == "sim") return brook::tools::sim_main(args);
   if (command == "bench") return brook::tools::bench_main(args);
+  if (command == "controller") return brook::tools::controller_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();
     return 0;

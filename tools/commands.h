@@ -15,5 +15,7 @@ using Args = std::span<const std::string_view>;
 int sim_main(Args args);
 // brook bench net|file ... (real-backend benchmarks)
 int bench_main(Args args);
+// brook controller --node-id N --controller-quorum-voters ... --data-dir D
+int controller_main(Args args);
 
 }  // namespace brook::tools

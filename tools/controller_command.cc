@@ -1,0 +1,291 @@
+// tools/controller_command.cc
+//
+// `brook controller`: one KRaft controller quorum replica (raft/raft_node.h)
+// on real I/O, serving the Raft RPCs and DescribeQuorum on its listener.
+//
+//   brook controller --node-id N --controller-quorum-voters 1@host:port,2@host:port,...
+//                    --data-dir DIR [--listen host:port] [--cluster-id ID]
+//                    [--backend auto|uring|epoll] [--election-timeout-ms MS]
+//                    [--log-level info|debug]
+//                    [--bench-batches B --bench-records R --bench-inflight K]
+//
+// The listener defaults to the node's own entry in the voter list; a node
+// not in the list is an observer. SIGTERM or SIGINT shut it down gracefully
+// (a leader resigns first, so a successor takes over at once).
+//
+// With --bench-batches, the node that leads appends B batches of R metadata
+// records each (K in flight), waits for each to commit, and prints one line:
+//   bench: batches=B records=N seconds=S records/s=X commit-latency-us p50=.. p99=.. p999=.. max=..
+//
+// Tools are not logic code: signals and the real clock are fine here.
+#include <signal.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/metadata/record_serde.h"
+#include "io/real/real_node.h"
+#include "io/scope.h"
+#include "net/kafka/messages/no_op_record.h"
+#include "raft/raft_node.h"
+#include "tools/commands.h"
+
+namespace brook::tools {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+struct ControllerArgs {
+  int32_t node_id = -1;
+  std::map<int32_t, io::Address> voters;
+  std::string data_dir;
+  std::optional<io::Address> listen;
+  std::string cluster_id = "brook-cluster";
+  io::real::BackendKind backend = io::real::BackendKind::kAuto;
+  int64_t election_timeout_ms = 1000;
+  int64_t bench_batches = 0;
+  int64_t bench_records = 1;
+  int64_t bench_inflight = 1;
+  bool debug = false;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: brook controller --node-id N --controller-quorum-voters ID@HOST:PORT,...\n"
+               "                        --data-dir DIR [--listen HOST:PORT] [--cluster-id ID]\n"
+               "                        [--backend auto|uring|epoll] [--election-timeout-ms MS]\n"
+               "                        [--log-level info|debug]\n"
+               "                        [--bench-batches B --bench-records R --bench-inflight K]\n");
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// controller.quorum.voters: "1@host:port,2@host:port".
+std::optional<std::map<int32_t, io::Address>> parse_voters(std::string_view text) {
+  std::map<int32_t, io::Address> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view entry = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t at = entry.find('@');
+    if (at == std::string_view::npos) return std::nullopt;
+    const std::optional<int64_t> id = parse_int(entry.substr(0, at));
+    absl::StatusOr<io::Address> address = io::Address::parse(entry.substr(at + 1));
+    if (!id || *id < 0 || *id > INT32_MAX || !address.ok()) return std::nullopt;
+    if (!out.emplace(static_cast<int32_t>(*id), *address).second) return std::nullopt;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::optional<ControllerArgs> parse(Args args) {
+  ControllerArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (i + 1 >= args.size()) return std::nullopt;
+    const std::string_view value = args[++i];
+    if (arg == "--node-id") {
+      const auto v = parse_int(value);
+      if (!v || *v < 0 || *v > INT32_MAX) return std::nullopt;
+      out.node_id = static_cast<int32_t>(*v);
+    } else if (arg == "--controller-quorum-voters") {
+      auto v = parse_voters(value);
+      if (!v) return std::nullopt;
+      out.voters = std::move(*v);
+    } else if (arg == "--data-dir") {
+      out.data_dir = std::string(value);
+    } else if (arg == "--listen") {
+      absl::StatusOr<io::Address> a = io::Address::parse(value);
+      if (!a.ok()) return std::nullopt;
+      out.listen = *a;
+    } else if (arg == "--cluster-id") {
+      out.cluster_id = std::string(value);
+    } else if (arg == "--log-level") {
+      if (value != "debug" && value != "info") return std::nullopt;
+      out.debug = value == "debug";
+    } else if (arg == "--backend") {
+      auto b = io::real::parse_backend_kind(value);
+      if (!b.ok()) return std::nullopt;
+      out.backend = *b;
+    } else {
+      const auto v = parse_int(value);
+      if (!v || *v < 0) return std::nullopt;
+      if (arg == "--election-timeout-ms") {
+        out.election_timeout_ms = *v;
+      } else if (arg == "--bench-batches") {
+        out.bench_batches = *v;
+      } else if (arg == "--bench-records") {
+        out.bench_records = std::max<int64_t>(1, *v);
+      } else if (arg == "--bench-inflight") {
+        out.bench_inflight = std::max<int64_t>(1, *v);
+      } else {
+        return std::nullopt;
+      }
+    }
+  }
+  if (out.node_id < 0 || out.voters.empty() || out.data_dir.empty()) return std::nullopt;
+  if (!out.listen) {
+    auto it = out.voters.find(out.node_id);
+    if (it == out.voters.end()) return std::nullopt;  // an observer must say where it listens
+    out.listen = it->second;
+  }
+  return out;
+}
+
+struct Bench {
+  int64_t next = 0;
+  int64_t done = 0;
+  std::vector<int64_t> latencies_us;
+  std::chrono::steady_clock::time_point start;
+  bool printed = false;
+};
+
+io::Task<void> bench_writer(io::Context* ctx, raft::RaftNode* node, const ControllerArgs* args,
+                            Bench* bench) {
+  std::vector<io::Buffer> values;
+  net::NoOpRecord noop;
+  absl::StatusOr<io::Buffer> value =
+      metadata::encode_metadata_record(metadata::at_highest_version(metadata::MetadataRecord(noop)));
+  if (!value.ok()) co_return;
+  while (bench->next < args->bench_batches) {
+    if (node->role() != raft::Role::kLeader) {
+      co_await ctx->clock().sleep_for(10ms);
+      continue;
+    }
+    if (bench->next == 0 && bench->done == 0) bench->start = std::chrono::steady_clock::now();
+    ++bench->next;
+    std::vector<io::Buffer> batch(static_cast<size_t>(args->bench_records), *value);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<raft::AppendedBatch> appended = co_await node->append(std::move(batch));
+    if (!appended.ok()) {
+      --bench->next;
+      co_await ctx->clock().sleep_for(10ms);
+      continue;
+    }
+    absl::Status committed =
+        co_await node->wait_committed(appended->last_offset, appended->epoch, ctx->clock().now() + 30s);
+    if (!committed.ok()) continue;
+    const auto t1 = std::chrono::steady_clock::now();
+    bench->latencies_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
+    ++bench->done;
+  }
+  if (bench->done >= args->bench_batches && !bench->printed) {
+    bench->printed = true;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - bench->start).count();
+    std::vector<int64_t> l = bench->latencies_us;
+    std::sort(l.begin(), l.end());
+    auto pct = [&](double q) { return l.empty() ? 0 : l[std::min(l.size() - 1, static_cast<size_t>(q * static_cast<double>(l.size())))]; };
+    std::printf(
+        "bench: batches=%lld records=%lld seconds=%.3f records/s=%.0f batches/s=%.0f "
+        "commit-latency-us p50=%lld p99=%lld p999=%lld max=%lld\n",
+        static_cast<long long>(bench->done), static_cast<long long>(bench->done * args->bench_records),
+        seconds, static_cast<double>(bench->done * args->bench_records) / seconds,
+        static_cast<double>(bench->done) / seconds, static_cast<long long>(pct(0.5)),
+        static_cast<long long>(pct(0.99)), static_cast<long long>(pct(0.999)),
+        static_cast<long long>(l.empty() ? 0 : l.back()));
+    std::fflush(stdout);
+  }
+}
+
+io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, bool* done, int* exit_code) {
+  raft::RaftConfig config;
+  config.node_id = args->node_id;
+  config.voters = args->voters;
+  config.cluster_id = args->cluster_id;
+  config.election_timeout = std::chrono::milliseconds(args->election_timeout_ms);
+  config.election_backoff_max = config.election_timeout;
+  config.fetch_timeout = config.election_timeout * 2;
+  absl::StatusOr<std::unique_ptr<raft::RaftNode>> node = co_await raft::RaftNode::open(*ctx, config);
+  if (!node.ok()) {
+    std::fprintf(stderr, "brook controller: %s\n", node.status().ToString().c_str());
+    *exit_code = 1;
+    *done = true;
+    co_return;
+  }
+  absl::StatusOr<std::unique_ptr<io::Listener>> listener = co_await ctx->network().listen(*args->listen);
+  if (!listener.ok()) {
+    std::fprintf(stderr, "brook controller: listen on %s: %s\n", args->listen->to_string().c_str(),
+                 listener.status().ToString().c_str());
+    *exit_code = 1;
+    *done = true;
+    co_return;
+  }
+  std::printf("brook controller: node %d listening on %s\n", args->node_id,
+              (*listener)->address().to_string().c_str());
+  std::fflush(stdout);
+  Bench bench;
+  io::TaskScope tasks(ctx->executor());
+  if (args->bench_batches > 0) {
+    for (int64_t i = 0; i < args->bench_inflight; ++i) {
+      tasks.spawn(bench_writer(ctx, node->get(), args, &bench));
+    }
+  }
+  raft::RaftNode* raw = node->get();
+  io::Listener* l = listener->get();
+  auto run = [](raft::RaftNode* n, io::Listener* li, bool* stopped_with_error) -> io::Task<void> {
+    absl::Status s = co_await n->run(*li);
+    std::fprintf(stderr, "brook controller: stopped: %s\n", s.ToString().c_str());
+    *stopped_with_error = true;
+  };
+  bool failed = false;
+  tasks.spawn(run(raw, l, &failed));
+  while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
+  if (!failed) {
+    co_await raw->resign();
+    co_await ctx->clock().sleep_for(200ms);  // let the EndQuorumEpoch requests go out
+  }
+  tasks.cancel_all();
+  (void)co_await raw->log().close();
+  *exit_code = failed ? 1 : 0;
+  *done = true;
+}
+
+}  // namespace
+
+int controller_main(Args args) {
+  const std::optional<ControllerArgs> parsed = parse(args);
+  if (!parsed) {
+    usage();
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  io::real::RealNodeOptions options;
+  options.backend = parsed->backend;
+  options.data_dir = parsed->data_dir;
+  options.node_id = io::NodeId{parsed->node_id};
+  if (parsed->debug) options.log_level_min = io::LogLevel::kDebug;
+  absl::StatusOr<std::unique_ptr<io::real::RealNode>> node = io::real::RealNode::create(options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "brook controller: %s\n", node.status().ToString().c_str());
+    return 1;
+  }
+  bool done = false;
+  int exit_code = 0;
+  (*node)->scope().spawn(controller_main(&(*node)->context(), &*parsed, &done, &exit_code));
+  (*node)->run_until([&] { return done; });
+  return exit_code;
+}
+
+}  // namespace brook::tools
