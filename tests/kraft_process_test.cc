@@ -128,7 +128,8 @@ class KraftProcesses : public ::testing::Test {
       const std::string node_id = std::to_string(id);
       execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(),
             "--controller-quorum-voters", voters.c_str(), "--data-dir", dir.c_str(),
-            "--election-timeout-ms", "300", static_cast<char*>(nullptr));
+            "--election-timeout-ms", "300", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk",
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     pids_.push_back(pid);

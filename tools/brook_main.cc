@@ -15,7 +15,9 @@ void usage() {
                "commands:\n"
                "  sim         run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
                "  bench       real-backend benchmarks (net, file)\n"
-               "  controller  run one KRaft controller quorum replica\n");
+               "  controller  run one KRaft controller quorum replica\n"
+               "  format      write meta.properties into a data directory\n"
+               "  random-uuid print a new cluster id\n");
 }
 
 }  // namespace
@@ -30,6 +32,8 @@ int main(int argc, char** argv) {
   if (command == "sim") return brook::tools::sim_main(args);
   if (command == "bench") return brook::tools::bench_main(args);
   if (command == "controller") return brook::tools::controller_main(args);
+  if (command == "format") return brook::tools::format_main(args);
+  if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();
     return 0;

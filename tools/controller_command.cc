@@ -13,6 +13,14 @@
 // not in the list is an observer. SIGTERM or SIGINT shut it down gracefully
 // (a leader resigns first, so a successor takes over at once).
 //
+// Before the Raft log opens, the data directory's meta.properties is checked
+// (core/meta_properties.h): its node id must be --node-id and its cluster id
+// --cluster-id when given; a mismatch prints the error and exits 1. An
+// unformatted directory is formatted on first start. Without --cluster-id
+// the stored id is used; when there is none, a quorum of just this node draws
+// a random one, and a larger quorum is refused (its voters must share one id:
+// `brook format` each node, or give them all the same --cluster-id).
+//
 // With --bench-batches, the node that leads appends B batches of R metadata
 // records each (K in flight), waits for each to commit, and prints one line:
 //   bench: batches=B records=N seconds=S records/s=X commit-latency-us p50=.. p99=.. p999=.. max=..
@@ -32,9 +40,11 @@
 
 #include <fmt/format.h>
 
+#include "core/meta_properties.h"
 #include "core/metadata/record_serde.h"
 #include "io/real/real_node.h"
 #include "io/scope.h"
+#include "io/status.h"
 #include "net/kafka/messages/no_op_record.h"
 #include "raft/raft_node.h"
 #include "tools/commands.h"
@@ -53,7 +63,7 @@ struct ControllerArgs {
   std::map<int32_t, io::Address> voters;
   std::string data_dir;
   std::optional<io::Address> listen;
-  std::string cluster_id = "brook-cluster";
+  std::string cluster_id;  // empty: the stored one, or a new one
   io::real::BackendKind backend = io::real::BackendKind::kAuto;
   int64_t election_timeout_ms = 1000;
   int64_t bench_batches = 0;
@@ -206,11 +216,50 @@ io::Task<void> bench_writer(io::Context* ctx, raft::RaftNode* node, const Contro
   }
 }
 
+// The cluster id of an unformatted directory when none is given: a new one
+// for a quorum of just this node; a larger quorum must be told.
+absl::StatusOr<std::string> default_cluster_id(io::Context* ctx, const ControllerArgs& args) {
+  if (args.voters.size() == 1 && args.voters.contains(args.node_id)) {
+    return core::random_cluster_id(ctx->random());
+  }
+  return absl::FailedPreconditionError(fmt::format(
+      "no meta.properties and no --cluster-id: the {} voters must share a cluster id (run `brook "
+      "format --cluster-id ID ...` on each node, or pass the same --cluster-id to all; `brook "
+      "random-uuid` makes one)",
+      args.voters.size()));
+}
+
+// Checks (or formats) the data directory; the cluster id to run with.
+io::Task<absl::StatusOr<std::string>> check_formatted(io::Context* ctx,
+                                                      const ControllerArgs* args) {
+  std::string cluster_id = args->cluster_id;
+  if (cluster_id.empty()) {
+    CO_ASSIGN_OR_RETURN(std::optional<core::MetaProperties> stored,
+                        co_await core::read_meta_properties(ctx->disk(), ""));
+    if (!stored.has_value()) {
+      CO_ASSIGN_OR_RETURN(cluster_id, default_cluster_id(ctx, *args));
+    }
+  }
+  std::vector<std::string> dirs(1);  // the Disk's root: the data directory
+  CO_ASSIGN_OR_RETURN(core::MetaProperties meta,
+                      co_await core::ensure_formatted(ctx->disk(), std::move(dirs), cluster_id,
+                                                      args->node_id, true, ctx->random()));
+  co_return meta.cluster_id;
+}
+
 io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, bool* done, int* exit_code) {
+  absl::StatusOr<std::string> cluster_id = co_await check_formatted(ctx, args);
+  if (!cluster_id.ok()) {
+    std::fprintf(stderr, "brook controller: %s: %s\n", args->data_dir.c_str(),
+                 std::string(cluster_id.status().message()).c_str());
+    *exit_code = 1;
+    *done = true;
+    co_return;
+  }
   raft::RaftConfig config;
   config.node_id = args->node_id;
   config.voters = args->voters;
-  config.cluster_id = args->cluster_id;
+  config.cluster_id = *cluster_id;
   config.election_timeout = std::chrono::milliseconds(args->election_timeout_ms);
   config.election_backoff_max = config.election_timeout;
   config.fetch_timeout = config.election_timeout * 2;

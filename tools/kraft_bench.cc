@@ -130,7 +130,8 @@ int real_processes(const Options& o, const std::string& root) {
       if (std::freopen(fmt::format("{}/node{}.log", root, id).c_str(), "w", stderr) == nullptr) _exit(126);
       const std::vector<std::string> argv_s = {
           o.brook, "controller", "--node-id", std::to_string(id), "--controller-quorum-voters", voters,
-          "--data-dir", fmt::format("{}/node{}", root, id), "--election-timeout-ms",
+          "--data-dir", fmt::format("{}/node{}", root, id), "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk",
+          "--election-timeout-ms",
           std::to_string(o.election_timeout_ms), "--bench-batches", std::to_string(o.batches),
           "--bench-records", std::to_string(o.records), "--bench-inflight", std::to_string(o.inflight)};
       std::vector<char*> argv;
