@@ -17,6 +17,8 @@
 #include "net/kafka/messages/end_quorum_epoch_response.h"
 #include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/messages/fetch_snapshot_request.h"
+#include "net/kafka/messages/fetch_snapshot_response.h"
 #include "net/kafka/messages/leader_change_message.h"
 #include "net/kafka/messages/vote_request.h"
 #include "net/kafka/messages/vote_response.h"
@@ -33,6 +35,8 @@ constexpr int16_t kBeginEpochVersion = 1;
 constexpr int16_t kEndEpochVersion = 1;
 constexpr int16_t kFetchVersion = 17;
 constexpr int16_t kLeaderChangeVersion = 0;
+constexpr int16_t kFetchSnapshotVersion = 1;
+constexpr int32_t kSnapshotChunkBytes = 1 << 20;
 constexpr io::Duration kResendBackoffMax = 1s;
 
 int16_t err(net::Error e) { return net::code(e); }
@@ -95,8 +99,33 @@ io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> RaftNode::open(io::Context& 
                       co_await storage::Log::open(ctx.disk(), ctx.clock(), options));
   CO_ASSIGN_OR_RETURN(std::optional<ElectionState> saved,
                       co_await read_quorum_state(ctx.disk(), config.log_dir));
+  CO_ASSIGN_OR_RETURN(std::vector<SnapshotId> snapshots,
+                      co_await list_snapshots(ctx.disk(), config.log_dir));
   std::unique_ptr<RaftNode> node(new RaftNode(ctx, std::move(config), std::move(log)));
   if (saved.has_value()) node->state_ = *saved;
+  if (!snapshots.empty()) {
+    const SnapshotId latest = snapshots.back();
+    CO_ASSIGN_OR_RETURN(io::Buffer bytes,
+                        co_await read_snapshot(ctx.disk(), node->config_.log_dir, latest));
+    CO_RETURN_IF_ERROR(co_await node->adopt_snapshot(latest, std::move(bytes)));
+    // The log must reach the snapshot; otherwise it restarts at its end (a
+    // crash after a fetched snapshot was written, before the log was reset).
+    // As Kafka does: a log that ends before the snapshot, or whose last
+    // epoch is older than the snapshot's, cannot continue it. (The epoch of
+    // the record before the snapshot's end may be gone from the epoch cache
+    // once the log start moved up to it, so it is not compared.)
+    storage::Log& l = *node->log_;
+    const int32_t log_epoch = l.leader_epochs().latest_epoch().value_or(0);
+    if (latest.end_offset > l.log_end_offset() || latest.epoch > log_epoch) {
+      CO_RETURN_IF_ERROR(co_await l.truncate_fully_and_start_at(latest.end_offset));
+    }
+    node->high_watermark_ = latest.end_offset;
+    l.set_high_watermark(latest.end_offset);
+    if (l.log_start_offset() < latest.end_offset) {
+      CO_ASSIGN_OR_RETURN(net::Error e, co_await l.delete_records_before(latest.end_offset));
+      (void)e;
+    }
+  }
   const int32_t self = node->config_.node_id;
   if (node->state_.leader_id == self) {
     // A leader that restarts has lost its in-memory view: it resigns.
@@ -303,7 +332,14 @@ io::Task<void> RaftNode::resign() {
 
 // --- leader bookkeeping ------------------------------------------------------
 
-int32_t RaftNode::last_epoch() const { return log_->leader_epochs().latest_epoch().value_or(0); }
+// The epoch of the last record held: the log's, or the snapshot's when the
+// log holds nothing past it (a follower that just installed one).
+int32_t RaftNode::last_epoch() const {
+  if (latest_snapshot_.has_value() && log_->log_end_offset() <= latest_snapshot_->end_offset) {
+    return latest_snapshot_->epoch;
+  }
+  return log_->leader_epochs().latest_epoch().value_or(0);
+}
 
 bool RaftNode::log_up_to_date(int32_t their_epoch, int64_t their_end) const {
   const int32_t mine = last_epoch();
@@ -690,8 +726,11 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
     changed();
     co_return absl::OkStatus();
   }
-  if (r.snapshot_id.end_offset >= 0) {
-    co_return absl::UnimplementedError("fetch: the leader asks for a snapshot fetch");
+  if (r.snapshot_id.end_offset >= 0 && r.snapshot_id.epoch >= 0) {
+    // Behind the leader's log start: fetch its snapshot instead.
+    const SnapshotId id{r.snapshot_id.end_offset, r.snapshot_id.epoch};
+    lock.release();
+    co_return co_await fetch_snapshot(generation, leader, id);
   }
   if (r.records.has_value() && !r.records->empty()) {
     absl::StatusOr<storage::AppendResult> appended = co_await log_->append_as_follower(*r.records);
@@ -716,6 +755,18 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
 
 io::Task<void> RaftNode::deliver_loop() {
   while (true) {
+    if (listener_ != nullptr && latest_snapshot_.has_value() && delivered_ < latest_snapshot_->end_offset) {
+      auto lock = co_await mu_.lock();
+      if (!latest_snapshot_.has_value() || delivered_ >= latest_snapshot_->end_offset) continue;
+      absl::StatusOr<std::vector<io::Buffer>> values = decode_snapshot(*snapshot_bytes_);
+      if (!values.ok()) {
+        (void)fail(values.status());
+        co_return;
+      }
+      delivered_ = latest_snapshot_->end_offset;
+      listener_->handle_snapshot(*latest_snapshot_, *values);
+      continue;
+    }
     if (listener_ == nullptr || delivered_ >= high_watermark_) {
       co_await changed_.wait();
       continue;
@@ -830,6 +881,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::handle_request(net::RequestF
     case net::EndQuorumEpochRequest::kApiKey: co_return co_await on_end_epoch(frame);
     case net::FetchRequest::kApiKey: co_return co_await on_fetch(frame);
     case net::DescribeQuorumRequest::kApiKey: co_return co_await on_describe_quorum(frame);
+    case net::FetchSnapshotRequest::kApiKey: co_return co_await on_fetch_snapshot(frame);
     default:
       co_return absl::UnimplementedError(
           fmt::format("raft: API key {} is not served here", frame.header.request_api_key));
@@ -1010,10 +1062,35 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
     co_return respond();
   }
   const uint64_t generation = generation_;
+  auto send_snapshot_id = [&]() {
+    out.snapshot_id.end_offset = latest_snapshot_->end_offset;
+    out.snapshot_id.epoch = latest_snapshot_->epoch;
+    out.high_watermark = high_watermark_;
+    return respond();
+  };
+  if (p->fetch_offset < log_->log_start_offset() && latest_snapshot_.has_value()) {
+    co_return send_snapshot_id();
+  }
+  // A follower whose last epoch is older than every epoch this log still
+  // knows (the cache lost them with the log before the snapshot) cannot be
+  // checked against the log: it takes the snapshot and starts over from it.
+  // (A follower standing exactly at the snapshot's end and epoch agrees.)
+  if (latest_snapshot_.has_value() && log_->log_start_offset() > 0 &&
+      (p->fetch_offset > 0 || p->last_fetched_epoch > 0)) {
+    const std::optional<storage::EpochEntry> earliest = log_->leader_epochs().earliest_entry();
+    const bool at_snapshot = p->fetch_offset == latest_snapshot_->end_offset &&
+                             p->last_fetched_epoch == latest_snapshot_->epoch;
+    if ((!earliest.has_value() || p->last_fetched_epoch < earliest->epoch) && !at_snapshot) {
+      co_return send_snapshot_id();
+    }
+  }
   // Does the follower's log agree with ours at its end?
   if (p->fetch_offset > 0 || p->last_fetched_epoch > 0) {
     const storage::EpochEndOffset end = log_->end_offset_for_epoch(p->last_fetched_epoch);
     if (end.epoch != p->last_fetched_epoch || end.end_offset < p->fetch_offset) {
+      if (end.end_offset < log_->log_start_offset() && latest_snapshot_.has_value()) {
+        co_return send_snapshot_id();
+      }
       out.diverging_epoch.epoch = end.epoch;
       out.diverging_epoch.end_offset = end.end_offset;
       out.high_watermark = high_watermark_;
@@ -1090,6 +1167,171 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_describe_quorum(const net
     node.listeners.push_back(std::move(listener));
     response.nodes.push_back(std::move(node));
   }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- snapshots ---------------------------------------------------------------
+
+io::Task<absl::Status> RaftNode::adopt_snapshot(SnapshotId id, io::Buffer bytes) {
+  const std::optional<SnapshotId> previous = latest_snapshot_;
+  latest_snapshot_ = id;
+  snapshot_bytes_ = std::move(bytes);
+  // Older snapshots are of no more use.
+  CO_ASSIGN_OR_RETURN(std::vector<SnapshotId> all, co_await list_snapshots(ctx_->disk(), config_.log_dir));
+  for (const SnapshotId& old : all) {
+    if (old < id) CO_RETURN_IF_ERROR(co_await remove_snapshot(ctx_->disk(), config_.log_dir, old));
+  }
+  (void)previous;
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::snapshot(int64_t end_offset, std::vector<io::Buffer> values) {
+  auto lock = co_await mu_.lock();
+  if (!failure_.ok()) co_return failure_;
+  const int64_t latest = latest_snapshot_.has_value() ? latest_snapshot_->end_offset : 0;
+  if (end_offset <= latest || end_offset > high_watermark_ || end_offset > delivered_) {
+    co_return absl::FailedPreconditionError(fmt::format(
+        "snapshot at {}: must lie past the latest snapshot ({}) and within what is committed ({}) "
+        "and delivered ({})",
+        end_offset, latest, high_watermark_, delivered_));
+  }
+  const std::optional<int32_t> epoch = log_->leader_epochs().epoch_for_offset(end_offset - 1);
+  if (!epoch.has_value()) co_return absl::FailedPreconditionError("snapshot: no epoch for its last offset");
+  const SnapshotId id{end_offset, *epoch};
+  const int64_t now_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
+  CO_ASSIGN_OR_RETURN(io::Buffer bytes, encode_snapshot(values, now_ms));
+  absl::Status written = co_await write_snapshot(ctx_->disk(), config_.log_dir, id, bytes);
+  if (!written.ok()) co_return fail(std::move(written));
+  CO_RETURN_IF_ERROR(co_await adopt_snapshot(id, std::move(bytes)));
+  // The log below the snapshot is no longer needed.
+  absl::StatusOr<net::Error> moved = co_await log_->delete_records_before(end_offset);
+  if (!moved.ok()) co_return fail(moved.status());
+  absl::StatusOr<size_t> deleted = co_await log_->delete_old_segments();
+  if (!deleted.ok()) co_return fail(deleted.status());
+  ctx_->log().info("raft: snapshot {} written; log start {}", snapshot_file_name(id), log_->log_start_offset());
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::fetch_snapshot(uint64_t generation, int32_t leader, SnapshotId id) {
+  net::Peer* target = peer(leader);
+  if (target == nullptr) co_return absl::NotFoundError("no such voter");
+  io::BufferChain data;
+  int64_t size = -1;
+  while (size < 0 || static_cast<int64_t>(data.size()) < size) {
+    net::FetchSnapshotRequest request;
+    request.cluster_id = config_.cluster_id;
+    request.replica_id = config_.node_id;
+    request.max_bytes = kSnapshotChunkBytes;
+    net::FetchSnapshotRequest::PartitionSnapshot p;
+    p.partition = kMetadataPartition;
+    p.current_leader_epoch = state_.epoch;
+    p.snapshot_id.end_offset = id.end_offset;
+    p.snapshot_id.epoch = id.epoch;
+    p.position = static_cast<int64_t>(data.size());
+    net::FetchSnapshotRequest::TopicSnapshot topic;
+    topic.name = std::string(kMetadataTopic);
+    topic.partitions.push_back(p);
+    request.topics.push_back(std::move(topic));
+    absl::StatusOr<net::FetchSnapshotResponse> response = co_await target->call<net::FetchSnapshotResponse>(
+        request, kFetchSnapshotVersion, config_.request_timeout);
+    if (generation_ != generation) co_return absl::OkStatus();
+    if (!response.ok()) co_return response.status();
+    if (response->error_code != 0 || response->topics.size() != 1 ||
+        response->topics[0].partitions.size() != 1) {
+      co_return absl::UnavailableError(fmt::format("fetch snapshot: {}", net::error_name(response->error_code)));
+    }
+    const auto& r = response->topics[0].partitions[0];
+    if (r.error_code != 0) {
+      co_return absl::UnavailableError(fmt::format("fetch snapshot: {}", net::error_name(r.error_code)));
+    }
+    if (r.position != static_cast<int64_t>(data.size()) || r.size < 0 ||
+        (r.unaligned_records.empty() && static_cast<int64_t>(data.size()) < r.size)) {
+      co_return absl::DataLossError("fetch snapshot: a chunk out of place");
+    }
+    size = r.size;
+    data.append(r.unaligned_records);
+  }
+  io::Buffer bytes = io::Buffer::allocate(data.size());
+  size_t at = 0;
+  for (const io::Buffer& part : data.parts()) {
+    std::copy(part.span().begin(), part.span().end(), bytes.mutable_data() + at);
+    at += part.size();
+  }
+  CO_RETURN_IF_ERROR(decode_snapshot(bytes).status());
+  auto lock = co_await mu_.lock();
+  if (generation_ != generation) co_return absl::OkStatus();
+  if (latest_snapshot_.has_value() && *latest_snapshot_ == id) {
+    // The leader cannot vouch for this log past the snapshot both hold:
+    // start again from the snapshot's end.
+    absl::Status reset = co_await log_->truncate_fully_and_start_at(id.end_offset);
+    if (!reset.ok()) co_return fail(std::move(reset));
+    changed();
+    co_return absl::OkStatus();
+  }
+  if (latest_snapshot_.has_value() && *latest_snapshot_ > id) {
+    co_return absl::FailedPreconditionError(
+        fmt::format("fetch snapshot: the leader offers {}, older than this node's {}",
+                    snapshot_file_name(id), snapshot_file_name(*latest_snapshot_)));
+  }
+  absl::Status written = co_await write_snapshot(ctx_->disk(), config_.log_dir, id, bytes);
+  if (!written.ok()) co_return fail(std::move(written));
+  absl::Status reset = co_await log_->truncate_fully_and_start_at(id.end_offset);
+  if (!reset.ok()) co_return fail(std::move(reset));
+  CO_RETURN_IF_ERROR(co_await adopt_snapshot(id, std::move(bytes)));
+  ctx_->log().info("raft: installed snapshot {} from leader {}", snapshot_file_name(id), leader);
+  high_watermark_ = std::max(high_watermark_, id.end_offset);
+  log_->set_high_watermark(high_watermark_);
+  last_leader_contact_ = ctx_->clock().now();
+  fetch_deadline_ = ctx_->clock().now() + config_.fetch_timeout;
+  changed();
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch_snapshot(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::FetchSnapshotRequest request,
+                      net::decode_body<net::FetchSnapshotRequest>(frame));
+  net::FetchSnapshotResponse response;
+  if (request.topics.size() != 1 || request.topics[0].partitions.size() != 1 ||
+      request.topics[0].name != kMetadataTopic ||
+      request.topics[0].partitions[0].partition != kMetadataPartition) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return net::encode_response(response, frame.header);
+  }
+  const auto& p = request.topics[0].partitions[0];
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    response.error_code = err(net::Error::kInconsistentClusterId);
+    co_return net::encode_response(response, frame.header);
+  }
+  net::FetchSnapshotResponse::PartitionSnapshot out;
+  out.index = kMetadataPartition;
+  out.snapshot_id.end_offset = p.snapshot_id.end_offset;
+  out.snapshot_id.epoch = p.snapshot_id.epoch;
+  out.current_leader.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  out.current_leader.leader_epoch = state_.epoch;
+  const SnapshotId wanted{p.snapshot_id.end_offset, p.snapshot_id.epoch};
+  if (p.current_leader_epoch < state_.epoch) {
+    out.error_code = err(net::Error::kFencedLeaderEpoch);
+  } else if (p.current_leader_epoch > state_.epoch) {
+    out.error_code = err(net::Error::kUnknownLeaderEpoch);
+  } else if (role_ != Role::kLeader) {
+    out.error_code = err(net::Error::kNotLeaderOrFollower);
+  } else if (!latest_snapshot_.has_value() || *latest_snapshot_ != wanted) {
+    out.error_code = err(net::Error::kSnapshotNotFound);
+  } else if (p.position < 0 || p.position > static_cast<int64_t>(snapshot_bytes_->size())) {
+    out.error_code = err(net::Error::kPositionOutOfRange);
+  } else {
+    const size_t size = snapshot_bytes_->size();
+    const size_t position = static_cast<size_t>(p.position);
+    const size_t length = std::min<size_t>(size - position, static_cast<size_t>(std::max(1, request.max_bytes)));
+    out.size = static_cast<int64_t>(size);
+    out.position = p.position;
+    out.unaligned_records = snapshot_bytes_->slice(position, length);
+  }
+  net::FetchSnapshotResponse::TopicSnapshot topic;
+  topic.name = std::string(kMetadataTopic);
+  topic.partitions.push_back(std::move(out));
+  response.topics.push_back(std::move(topic));
   co_return net::encode_response(response, frame.header);
 }
 

@@ -60,6 +60,7 @@
 #include "net/kafka/rpc.h"
 #include "net/kafka/wire.h"
 #include "raft/quorum_state.h"
+#include "raft/snapshot.h"
 #include "storage/log.h"
 
 namespace brook::raft {
@@ -119,6 +120,10 @@ class RaftListener {
  public:
   virtual ~RaftListener() = default;
   virtual void handle_commit(const CommittedBatch& batch) = 0;
+  // The state as of a snapshot replaces whatever the listener holds; the
+  // next committed batch starts at id.end_offset. `values` are the
+  // snapshot's records in order.
+  virtual void handle_snapshot(SnapshotId id, const std::vector<io::Buffer>& values) = 0;
   virtual void handle_leader_change(int32_t leader_id, int32_t epoch) {
     (void)leader_id;
     (void)epoch;
@@ -168,6 +173,13 @@ class RaftNode {
   // watermark is past it, Aborted when the epoch changes first (the entry
   // may or may not commit), DeadlineExceeded at `deadline`.
   io::Task<absl::Status> wait_committed(int64_t offset, int32_t epoch, io::Instant deadline);
+  // Writes a snapshot of the listener's state after every record below
+  // end_offset (its `values`, in order), then drops the log before it: the
+  // log start offset moves to end_offset and followers behind it fetch the
+  // snapshot (FetchSnapshot). end_offset must be committed, past the latest
+  // snapshot, and at a batch boundary the listener has seen.
+  io::Task<absl::Status> snapshot(int64_t end_offset, std::vector<io::Buffer> values);
+  std::optional<SnapshotId> latest_snapshot() const { return latest_snapshot_; }
   // Graceful shutdown of a leader: resigns and tells the voters
   // (EndQuorumEpoch) so that one of them takes over at once.
   io::Task<void> resign();
@@ -223,6 +235,12 @@ class RaftNode {
   io::Task<absl::StatusOr<io::BufferChain>> on_end_epoch(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_fetch(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_quorum(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_fetch_snapshot(const net::RequestFrame& frame);
+  // Follower: fetches snapshot `id` from the leader and installs it (the
+  // log restarts at its end). Called with the mutex released.
+  io::Task<absl::Status> fetch_snapshot(uint64_t generation, int32_t leader, SnapshotId id);
+  // Makes `id` (already on disk) the latest snapshot and removes older ones.
+  io::Task<absl::Status> adopt_snapshot(SnapshotId id, io::Buffer bytes);
 
   // Leader bookkeeping.
   void update_high_watermark();
@@ -258,6 +276,8 @@ class RaftNode {
   RaftListener* listener_ = nullptr;
   RaftProbe* probe_ = nullptr;
   int64_t delivered_ = 0;  // next offset for the listener
+  std::optional<SnapshotId> latest_snapshot_;
+  std::optional<io::Buffer> snapshot_bytes_;  // the latest snapshot's file
   int32_t delivered_leader_epoch_ = -1;
   absl::Status failure_;
   std::unique_ptr<io::TaskScope> scope_;

@@ -68,7 +68,8 @@ struct KraftOracle {
   explicit KraftOracle(int nodes)
       : node_up_to(static_cast<size_t>(nodes), 0),
         final_logs(static_cast<size_t>(nodes)),
-        final_read(static_cast<size_t>(nodes), false) {}
+        final_read(static_cast<size_t>(nodes), false),
+        final_snapshot_end(static_cast<size_t>(nodes), 0) {}
 
   void violation(std::string what) {
     if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
@@ -137,6 +138,9 @@ struct KraftOracle {
   uint64_t batches_delivered = 0;
   uint64_t images_compared = 0;
   uint64_t records_replayed = 0;
+  uint64_t snapshots_taken = 0;
+  uint64_t snapshots_loaded = 0;
+  std::vector<int64_t> final_snapshot_end;
 };
 
 struct KraftShared {
@@ -147,6 +151,7 @@ struct KraftShared {
     rc.node_id = index + 1;
     rc.voters = voters;
     rc.cluster_id = "brook-sim-cluster";
+    rc.log_config.segment_bytes = config.segment_bytes;
     rc.election_timeout = config.election_timeout;
     rc.election_backoff_max = config.election_timeout;
     rc.fetch_timeout = config.election_timeout * 2;
@@ -165,6 +170,12 @@ struct KraftShared {
   bool writing = true;
 };
 
+// Images compare by contents; where the last record lay (provenance) is
+// not part of it, since a snapshot ends at a batch boundary, not a record.
+uint64_t image_hash(const metadata::MetadataImage& image) {
+  return image.with_provenance(metadata::MetadataProvenance{}).hash();
+}
+
 class Checker final : public raft::RaftListener, public raft::RaftProbe {
  public:
   Checker(KraftShared* shared, int index) : shared_(shared), index_(index) {}
@@ -180,9 +191,43 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe {
         index_, batch.base_offset,
         BatchId{.last_offset = batch.last_offset, .epoch = batch.epoch, .hash = fnv1a(batch.bytes.span())});
     if (!batch.control) replay(batch);
+    ++batches_since_snapshot;
+  }
+
+  void handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) override {
+    if (id.end_offset < next_) {
+      shared_->oracle.violation(fmt::format("listener order: node {} got snapshot at {} after offset {}",
+                                            index_ + 1, id.end_offset, next_));
+    }
+    std::vector<metadata::MetadataRecordAndVersion> records;
+    for (const io::Buffer& value : values) {
+      absl::StatusOr<metadata::MetadataRecordAndVersion> decoded = metadata::decode_metadata_record(value);
+      if (!decoded.ok()) {
+        shared_->oracle.violation(fmt::format("node {}: snapshot {} holds a bad record: {}", index_ + 1,
+                                              raft::snapshot_file_name(id), decoded.status().ToString()));
+        return;
+      }
+      records.push_back(std::move(*decoded));
+    }
+    absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot(
+        records, metadata::MetadataProvenance{.last_offset = id.end_offset - 1, .last_epoch = id.epoch});
+    if (!image.ok()) {
+      shared_->oracle.violation(fmt::format("node {}: snapshot {} does not load: {}", index_ + 1,
+                                            raft::snapshot_file_name(id), image.status().ToString()));
+      return;
+    }
+    image_ = std::move(*image);
+    next_ = id.end_offset;
+    int64_t& up_to = shared_->oracle.node_up_to.at(static_cast<size_t>(index_));
+    up_to = std::max(up_to, id.end_offset);
+    ++shared_->oracle.snapshots_loaded;
+    shared_->oracle.image_at(index_, id.end_offset, image_hash(image_));
   }
 
   const metadata::MetadataImage& image() const { return image_; }
+  // The end of what the image holds (the next offset to deliver).
+  int64_t image_end() const { return next_; }
+  uint64_t batches_since_snapshot = 0;
   void became_leader(int32_t node_id, int32_t epoch) override {
     shared_->oracle.became_leader(node_id, epoch);
   }
@@ -216,7 +261,7 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe {
     }
     image_ = delta.build();
     if (++replayed_batches_ % kImageCompareEvery == 0) {
-      shared_->oracle.image_at(index_, batch.last_offset + 1, image_.hash());
+      shared_->oracle.image_at(index_, batch.last_offset + 1, image_hash(image_));
     }
   }
 
@@ -348,6 +393,35 @@ io::Task<void> writer(io::Context* ctx, raft::RaftNode* node, const Checker* che
   }
 }
 
+// Takes a snapshot of the node's metadata image every `snapshot_every`
+// committed batches, as a controller does.
+io::Task<void> snapshotter(io::Context* ctx, raft::RaftNode* node, Checker* checker, KraftShared* s) {
+  const uint64_t every = s->config.snapshot_every;
+  if (every == 0) co_return;
+  while (true) {
+    co_await ctx->clock().sleep_for(100ms);
+    if (checker->batches_since_snapshot < every) continue;
+    const int64_t end = checker->image_end();
+    const std::optional<raft::SnapshotId> latest = node->latest_snapshot();
+    if (end <= 0 || (latest.has_value() && latest->end_offset >= end)) continue;
+    std::vector<io::Buffer> values;
+    for (const metadata::MetadataRecordAndVersion& record : checker->image().to_records()) {
+      absl::StatusOr<io::Buffer> value = metadata::encode_metadata_record(record);
+      BROOK_ASSERT(value.ok());
+      values.push_back(std::move(*value));
+    }
+    const uint64_t hash = image_hash(checker->image());
+    absl::Status written = co_await node->snapshot(end, std::move(values));
+    if (!written.ok()) {
+      ctx->log().info("kraft: snapshot at {}: {}", end, written.ToString());
+      continue;
+    }
+    checker->batches_since_snapshot = 0;
+    ++s->oracle.snapshots_taken;
+    s->oracle.image_at(static_cast<int>(node->node_id() - 1), end, hash);
+  }
+}
+
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   absl::StatusOr<std::unique_ptr<raft::RaftNode>> opened =
       co_await raft::RaftNode::open(*ctx, s->raft_config(index));
@@ -369,6 +443,7 @@ io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   LiveGuard guard{s, index};
   io::TaskScope tasks(ctx->executor());
   if (node->is_voter()) tasks.spawn(writer(ctx, node.get(), &checker, s));
+  tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
   absl::Status ended = co_await node->run(**listener);
   ctx->log().error("kraft: replica stopped: {}", ended.ToString());
 }
@@ -385,6 +460,10 @@ io::Task<void> kraft_check_main(io::Context* ctx, KraftShared* s, int index) {
     s->oracle.violation(fmt::format("node {}: final recovery failed: {}", index + 1,
                                     log.status().ToString()));
     co_return;
+  }
+  absl::StatusOr<std::vector<raft::SnapshotId>> snapshots = co_await raft::list_snapshots(ctx->disk(), rc.log_dir);
+  if (snapshots.ok() && !snapshots->empty()) {
+    s->oracle.final_snapshot_end[static_cast<size_t>(index)] = snapshots->back().end_offset;
   }
   std::map<int64_t, BatchId>& out = s->oracle.final_logs[static_cast<size_t>(index)];
   int64_t offset = (*log)->log_start_offset();
@@ -436,8 +515,8 @@ void check_final(const KraftShared& s, bool live, std::vector<std::string>& fail
     for (int i = 0; i < voters; ++i) {
       const auto& log = o.final_logs[static_cast<size_t>(i)];
       auto it = log.find(base);
-      if (it != log.end() && it->second == id) {
-        ++holders;
+      if ((it != log.end() && it->second == id) || id.last_offset < o.final_snapshot_end[static_cast<size_t>(i)]) {
+        ++holders;  // in the log, or in a snapshot (whose image was compared)
       } else if (live) {
         add(fmt::format("agreement: voter {} lacks committed {}", i + 1, describe_batch(base, id)));
       }
@@ -467,6 +546,8 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
   c.write_interval_max = c.write_interval_min * r.uniform_range(1, 5);
   c.records_per_batch_max = static_cast<int>(r.uniform_range(1, 8));
   c.election_timeout = uniform_duration(r, 150ms, 1500ms);
+  c.snapshot_every = r.bernoulli(0.3) ? 0 : static_cast<uint64_t>(r.uniform_range(5, 200));
+  c.segment_bytes = static_cast<uint64_t>(r.uniform_range(2 << 10, 64 << 10));
   c.workload = 30s;
   c.quiet_max = 60s;
   c.faults = FaultConfig::draw(r);
@@ -474,25 +555,29 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
 }
 
 std::string KraftConfig::describe() const {
-  return fmt::format("swarm: voters={} observers={} election timeout {} write every {}..{} records<={} workload={} quiet<={}{}\n{}",
-                     voters, observers, seconds(election_timeout), seconds(write_interval_min), seconds(write_interval_max),
+  return fmt::format("swarm: voters={} observers={} election timeout {} snapshot every {} batches segment {}B "
+                     "write every {}..{} records<={} workload={} quiet<={}{}\n{}",
+                     voters, observers, seconds(election_timeout), snapshot_every, segment_bytes,
+                     seconds(write_interval_min), seconds(write_interval_max),
                      records_per_batch_max, seconds(workload), seconds(quiet_max),
                      mutation.empty() ? "" : fmt::format(" MUTATION={}", mutation), faults.describe());
 }
 
 absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   KraftConfig config = KraftConfig::draw(options.seed);
-  if (options.name == "kraft-mutant-vote") {
-    // A replica that forgets its votes; crashes come often, restarts fast
-    // and messages slowly, so that a voter is back within the same election.
-    config.mutation = "skip-vote-persist";
+  if (options.name == "kraft-mutant-vote" || options.name == "kraft-harsh") {
+    // Crashes come often, restarts fast and messages slowly, so that a
+    // voter is back within the same election. With a replica that forgets
+    // its votes (the mutant) the checkers must fail; "kraft-harsh" is the
+    // same weather for the healthy replica, which must pass.
+    if (options.name == "kraft-mutant-vote") config.mutation = "skip-vote-persist";
     io::Random r(options.seed ^ (kConfigSalt << 2));
     config.faults.crash_interval = uniform_duration(r, 300ms, 2s);
     config.faults.restart_delay_max = uniform_duration(r, 10ms, 300ms);
     config.faults.crash_all_probability = 0;
     config.faults.network.latency.min = uniform_duration(r, 5ms, 30ms);
     config.faults.network.latency.jitter = uniform_duration(r, 10ms, 60ms);
-    config.election_timeout = uniform_duration(r, 50ms, 200ms);
+    config.election_timeout = uniform_duration(r, 300ms, 800ms);
   } else if (options.name == "kraft-mutant-flush") {
     config.mutation = "ack-before-flush";
   }
@@ -581,11 +666,11 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   const KraftOracle& o = shared.oracle;
   result.summary = fmt::format(
       "epochs={} elections={} appends={} rejected={} acked={} commit-timeouts={} committed-batches={} "
-      "committed-end={} delivered={} records-replayed={} images-compared={}; faults: crashes={} partitions={} clogs={} resets={} "
+      "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: crashes={} partitions={} clogs={} resets={} "
       "wall-jumps={} revivals={} buggify-fired={}",
       o.leaders.empty() ? 0 : o.leaders.rbegin()->first, o.elections, o.appends, o.appends_rejected,
       o.acks, o.commit_timeouts, o.committed.size(), o.committed_end(), o.batches_delivered,
-      o.records_replayed, o.images_compared,
+      o.records_replayed, o.images_compared, o.snapshots_taken, o.snapshots_loaded,
       faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;

@@ -19,9 +19,12 @@
 // - listener order: each incarnation delivers the log gap-free from 0;
 // - metadata images: replaying the committed records gives every node the
 //   same MetadataImage hash at the same offset;
+// - snapshots: a node loading a snapshot (its own at restart, or the
+//   leader's through FetchSnapshot) gets the image every node had at that
+//   offset;
 // - durability: every committed batch is on the disks of a majority of
-//   voters after the final power loss, and every acknowledged batch is
-//   committed;
+//   voters after the final power loss (in the log or in a snapshot), and
+//   every acknowledged batch is committed;
 // - agreement: after the quiet phase every voter's log holds the committed
 //   prefix;
 // - liveness: after the faults heal, a leader commits a new write within
@@ -51,6 +54,10 @@ struct KraftConfig {
   int records_per_batch_max = 1;
   // controller.quorum.election.timeout.ms (the fetch timeout is twice it).
   io::Duration election_timeout{0};
+  // Every node snapshots its image after this many committed batches (0:
+  // never), which drops the log below it; small segments let that happen.
+  uint64_t snapshot_every = 0;
+  uint64_t segment_bytes = uint64_t{1} << 30;
   io::Duration workload{0};
   io::Duration quiet_max{0};
   FaultConfig faults;

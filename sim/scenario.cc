@@ -11,11 +11,11 @@
 
 namespace brook::sim {
 
-std::vector<std::string> scenario_names() { return {"demo", "kraft", "kraft-mutant-flush", "kraft-mutant-vote"}; }
+std::vector<std::string> scenario_names() { return {"demo", "kraft", "kraft-harsh", "kraft-mutant-flush", "kraft-mutant-vote"}; }
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
-  if (options.name == "kraft" || options.name.starts_with("kraft-mutant-")) {
+  if (options.name.starts_with("kraft")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);
   }
