@@ -200,6 +200,12 @@ struct SimDisk::State : std::enable_shared_from_this<SimDisk::State> {
   Namespace durable;
   std::deque<DirOp> dir_ops;  // pending, oldest first
   std::map<uint64_t, std::shared_ptr<Inode>> inodes;
+  struct PlannedCorruption {
+    std::string path;
+    uint64_t offset = 0;
+    uint8_t mask = 0;
+  };
+  std::vector<PlannedCorruption> planned;  // corrupt_next_read()
 
   // Draws nothing when p is 0, so fault-free runs use no randomness on it.
   bool chance(double p) { return p > 0 && random.bernoulli(p); }
@@ -423,6 +429,14 @@ io::Task<absl::StatusOr<io::Buffer>> SimFile::read_at(uint64_t offset, size_t le
   const size_t n = std::min<uint64_t>(length, bytes.size() - offset);
   io::Buffer out = io::Buffer::allocate(n);
   std::memcpy(out.mutable_data(), bytes.data() + offset, n);
+  for (auto it = state_->planned.begin(); it != state_->planned.end(); ++it) {
+    if (it->path == path_ && it->offset >= offset && it->offset < offset + n) {
+      ++state_->stats.read_corruptions;
+      out.mutable_data()[it->offset - offset] ^= std::byte{it->mask};
+      state_->planned.erase(it);
+      break;
+    }
+  }
   if (state_->chance(state_->faults.read_corruption_probability)) {
     ++state_->stats.read_corruptions;
     const uint64_t bit = state_->random.uniform(n * 8);
@@ -729,6 +743,10 @@ absl::Status SimDisk::inject_bit_rot(const std::string& path, uint64_t offset) {
   if (offset < inode.durable.size()) inode.durable[offset] ^= mask;
   if (offset < inode.current.size()) inode.current[offset] ^= mask;
   return absl::OkStatus();
+}
+
+void SimDisk::corrupt_next_read(const std::string& path, uint64_t offset, uint8_t mask) {
+  state_->planned.push_back(State::PlannedCorruption{.path = path, .offset = offset, .mask = mask});
 }
 
 std::map<std::string, std::string> SimDisk::files(DiskView view) const {

@@ -181,6 +181,9 @@ class SimDisk final : public io::Disk {
   // Flips one random bit of the stored byte at `offset` of file `path`, in
   // both its durable and current contents. NotFound / OutOfRange otherwise.
   absl::Status inject_bit_rot(const std::string& path, uint64_t offset);
+  // Transient corruption: the next read of file `path` that covers byte
+  // `offset` returns it XORed with `mask`; the stored bytes stay intact.
+  void corrupt_next_read(const std::string& path, uint64_t offset, uint8_t mask);
 
   // Inspection for tests and checkers: no faults, no latency.
   // Every file path with its contents.

@@ -981,16 +981,22 @@ io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes,
     // epochs out of order); CRC and offset faults never are.
     absl::Status bad;
     std::optional<io::Buffer> suspect;
+    int misses = 0;
     for (int attempt = 0; attempt <= kReadRereads; ++attempt) {
       CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await segment->find_batch(offset));
-      if (!batch.has_value()) break;
+      if (!batch.has_value()) {
+        // A scan that read a corrupted header may miss the batch: believe
+        // "no batch here" when two scans say so.
+        if (++misses < 2 && attempt < kReadRereads) continue;
+        break;
+      }
       if (batch->header.last_offset() >= limit) co_return result;
       CO_ASSIGN_OR_RETURN(io::Buffer records,
                           co_await segment->read(batch->position, max_bytes, limit, min_one_batch));
-      bool epoch_only = false;
-      bad = check_read(records, offset, batch->header.base_offset, &epoch_only);
+      bool believable = false;
+      bad = check_read(records, offset, batch->header.base_offset, &believable);
       if (!bad.ok()) {
-        if (!epoch_only) continue;
+        if (!believable) continue;
         if (!suspect.has_value() || suspect->view() != records.view()) {
           suspect = std::move(records);
           continue;
@@ -1012,10 +1018,11 @@ io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes,
 }
 
 absl::Status Log::check_read(const io::Buffer& records, int64_t offset, int64_t first_base,
-                             bool* epoch_only) const {
-  *epoch_only = false;
+                             bool* believable) const {
+  *believable = false;
   net::BatchIterator it(records);
-  absl::Status epoch_fault;
+  // Faults a correct log can show (believed when two reads agree).
+  absl::Status believable_fault;
   int64_t expected = first_base;
   bool first = true;
   while (true) {
@@ -1030,10 +1037,16 @@ absl::Status Log::check_read(const io::Buffer& records, int64_t offset, int64_t 
       return absl::DataLossError(
           fmt::format("first batch ends at {}, before offset {}", h.last_offset(), offset));
     }
+    if (first && h.base_offset > offset && believable_fault.ok()) {
+      // The batch holding `offset` may have been passed over on a header
+      // the disk corrupted while the segment was scanned.
+      believable_fault = absl::DataLossError(
+          fmt::format("first batch starts at {}, after offset {}", h.base_offset, offset));
+    }
     {
       const std::optional<int32_t> epoch = epochs_.epoch_for_offset(h.base_offset);
-      if (epoch.has_value() && *epoch != h.partition_leader_epoch && epoch_fault.ok()) {
-        epoch_fault = absl::DataLossError(fmt::format("batch at offset {} has leader epoch {}, not {}",
+      if (epoch.has_value() && *epoch != h.partition_leader_epoch && believable_fault.ok()) {
+        believable_fault = absl::DataLossError(fmt::format("batch at offset {} has leader epoch {}, not {}",
                                                       h.base_offset, h.partition_leader_epoch, *epoch));
       }
     }
@@ -1041,8 +1054,8 @@ absl::Status Log::check_read(const io::Buffer& records, int64_t offset, int64_t 
     first = false;
   }
   if (it.partial_bytes() != 0) return absl::DataLossError("a partial batch");
-  *epoch_only = !epoch_fault.ok();
-  return epoch_fault;
+  *believable = !believable_fault.ok();
+  return believable_fault;
 }
 
 int64_t Log::last_offset_of(const io::Buffer& records) {

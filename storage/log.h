@@ -244,10 +244,13 @@ class Log {
   static int64_t last_offset_of(const io::Buffer& records);
   // Checks bytes read for `offset` from a batch based at first_base: CRCs,
   // the offsets in order (compaction leaves gaps, never overlaps), the
-  // leader epochs against the epoch cache. DataLoss names the first fault;
-  // *epoch_only says whether an epoch mismatch was the only one.
+  // leader epochs against the epoch cache. DataLoss names the first fault.
+  // *believable says whether the only faults are ones a correct log can
+  // show, to be believed when two reads agree: a leader epoch that
+  // disagrees with the cache, or a first batch that starts after `offset`
+  // (a compacted gap, or a batch skipped on a corrupted header).
   absl::Status check_read(const io::Buffer& records, int64_t offset, int64_t first_base,
-                          bool* epoch_only) const;
+                          bool* believable) const;
   io::Task<absl::Status> delete_segments_before(int64_t base_offset_end);
   absl::Status fail(absl::Status status);
   Segment& active() { return *segments_.rbegin()->second; }
