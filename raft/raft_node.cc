@@ -416,12 +416,13 @@ net::DescribeQuorumResponse::PartitionData RaftNode::describe() const {
 
 // --- the loops ---------------------------------------------------------------
 
-io::Task<absl::Status> RaftNode::run(io::Listener& listener) {
+io::Task<absl::Status> RaftNode::run(io::Listener& listener, net::RequestHandler others) {
   scope_ = std::make_unique<io::TaskScope>(co_await io::this_executor());
   scope_->spawn(timer_loop());
   scope_->spawn(fetch_loop());
   scope_->spawn(deliver_loop());
-  net::RequestHandler handler = [this](net::RequestFrame frame) {
+  net::RequestHandler handler = [this, others = std::move(others)](net::RequestFrame frame) {
+    if (others != nullptr && !serves(frame.header.request_api_key)) return others(std::move(frame));
     return handle_request(std::move(frame));
   };
   auto first = co_await io::when_first(net::serve(listener, std::move(handler)), wait_failure());
@@ -813,13 +814,19 @@ io::Task<void> RaftNode::deliver_loop() {
 
 // --- appends -----------------------------------------------------------------
 
-io::Task<absl::StatusOr<AppendedBatch>> RaftNode::append(std::vector<io::Buffer> values) {
+io::Task<absl::StatusOr<AppendedBatch>> RaftNode::append(std::vector<io::Buffer> values,
+                                                         std::optional<int64_t> expected_base_offset) {
   auto lock = co_await mu_.lock();
   if (!failure_.ok()) co_return failure_;
   if (role_ != Role::kLeader || high_watermark_ <= epoch_start_offset_) {
     co_return absl::FailedPreconditionError(
         fmt::format("NOT_LEADER_OR_FOLLOWER: node {} is {} in epoch {}", config_.node_id,
                     role_name(role_), state_.epoch));
+  }
+  if (expected_base_offset.has_value() && *expected_base_offset != log_->log_end_offset()) {
+    co_return absl::FailedPreconditionError(
+        fmt::format("raft: the batch would start at offset {}, not {}", log_->log_end_offset(),
+                    *expected_base_offset));
   }
   const uint64_t generation = generation_;
   const int32_t epoch = state_.epoch;
@@ -873,6 +880,20 @@ io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, i
 }
 
 // --- request handlers --------------------------------------------------------
+
+bool RaftNode::serves(int16_t api_key) {
+  switch (api_key) {
+    case net::VoteRequest::kApiKey:
+    case net::BeginQuorumEpochRequest::kApiKey:
+    case net::EndQuorumEpochRequest::kApiKey:
+    case net::FetchRequest::kApiKey:
+    case net::DescribeQuorumRequest::kApiKey:
+    case net::FetchSnapshotRequest::kApiKey:
+      return true;
+    default:
+      return false;
+  }
+}
 
 io::Task<absl::StatusOr<io::BufferChain>> RaftNode::handle_request(net::RequestFrame frame) {
   switch (frame.header.request_api_key) {

@@ -158,8 +158,11 @@ class RaftNode {
 
   // Runs the replica: serves Raft RPCs on `listener` and drives elections,
   // replication and the listener. Returns only on a fatal error (the log
-  // went offline); cancel it to stop the node.
-  io::Task<absl::Status> run(io::Listener& listener);
+  // went offline); cancel it to stop the node. Requests for other APIs go
+  // to `others` when given (a controller's APIs share its listener).
+  io::Task<absl::Status> run(io::Listener& listener, net::RequestHandler others = nullptr);
+  // Whether handle_request answers this API.
+  static bool serves(int16_t api_key);
 
   // Answers one request frame (Vote, BeginQuorumEpoch, EndQuorumEpoch,
   // Fetch of the metadata partition, DescribeQuorum).
@@ -167,8 +170,14 @@ class RaftNode {
 
   // Leader only: appends one batch holding `values` (record values, null
   // keys) at the current epoch. NOT_LEADER_OR_FOLLOWER (as
-  // FailedPrecondition) on other replicas.
-  io::Task<absl::StatusOr<AppendedBatch>> append(std::vector<io::Buffer> values);
+  // FailedPrecondition) on other replicas. With `expected_base_offset`, the
+  // batch is appended only if it would start there (FailedPrecondition
+  // otherwise): a writer whose records name their own offset (a broker
+  // epoch) checks that it computed it right.
+  io::Task<absl::StatusOr<AppendedBatch>> append(std::vector<io::Buffer> values,
+                                                 std::optional<int64_t> expected_base_offset = std::nullopt);
+  // The offset the next appended batch gets on the leader.
+  int64_t log_end_offset() const { return log_->log_end_offset(); }
   // Waits until `offset` is committed while `epoch` lasts: Ok once the high
   // watermark is past it, Aborted when the epoch changes first (the entry
   // may or may not commit), DeadlineExceeded at `deadline`.

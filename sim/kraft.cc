@@ -4,6 +4,7 @@
 #include "sim/kraft.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "io/assert.h"
 #include "io/scope.h"
+#include "core/controller/quorum_controller.h"
 #include "core/metadata/image.h"
 #include "core/metadata/record_serde.h"
 #include "io/status.h"
@@ -21,6 +23,7 @@
 #include "net/kafka/messages/partition_change_record.h"
 #include "net/kafka/messages/partition_record.h"
 #include "net/kafka/messages/topic_record.h"
+#include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
 #include "sim/world.h"
 #include "storage/log.h"
@@ -141,10 +144,41 @@ struct KraftOracle {
   uint64_t snapshots_taken = 0;
   uint64_t snapshots_loaded = 0;
   std::vector<int64_t> final_snapshot_end;
+
+  // The controller scenarios.
+  // A block of producer ids answered to a broker: no two may overlap.
+  void producer_ids(int32_t broker, int64_t start, int32_t length) {
+    ++producer_id_blocks;
+    auto next = pid_blocks.lower_bound(start);
+    if (next != pid_blocks.end() && next->first < start + length) {
+      violation(fmt::format("producer ids: [{}, {}) given to broker {} overlaps [{}, {}) given to broker {}",
+                            start, start + length, broker, next->first, next->first + next->second.first,
+                            next->second.second));
+    }
+    if (next != pid_blocks.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second.first > start) {
+        violation(fmt::format("producer ids: [{}, {}) given to broker {} overlaps [{}, {}) given to broker {}",
+                              start, start + length, broker, prev->first, prev->first + prev->second.first,
+                              prev->second.second));
+      }
+    }
+    pid_blocks.emplace(start, std::make_pair(length, broker));
+  }
+  std::map<int64_t, std::pair<int32_t, int32_t>> pid_blocks;  // start -> (length, broker)
+  uint64_t producer_id_blocks = 0;
+  uint64_t admin_requests = 0;
+  uint64_t admin_ok = 0;
+  uint64_t registrations = 0;
+  uint64_t heartbeats = 0;
+  uint64_t isr_changes = 0;
+  int64_t last_admin_ok_ns = -1;
 };
 
 struct KraftShared {
-  KraftShared(const KraftConfig& c, int nodes) : config(c), oracle(nodes), live(static_cast<size_t>(nodes), nullptr) {}
+  KraftShared(const KraftConfig& c, int nodes)
+      : config(c), oracle(nodes), live(static_cast<size_t>(nodes), nullptr),
+        images(static_cast<size_t>(nodes), nullptr) {}
 
   raft::RaftConfig raft_config(int index) const {
     raft::RaftConfig rc;
@@ -160,6 +194,18 @@ struct KraftShared {
     return rc;
   }
 
+  controller::ControllerConfig controller_config(int index) const {
+    controller::ControllerConfig cc;
+    cc.node_id = index + 1;
+    cc.cluster_id = "brook-sim-cluster";
+    cc.broker_session_timeout = config.broker_session_timeout;
+    cc.fence_check_interval = config.heartbeat_interval;
+    cc.default_replication_factor = 1;
+    cc.snapshot_max_new_record_bytes = config.controller_snapshot_bytes;
+    cc.unsafe_answer_before_commit = config.mutation == "answer-before-commit";
+    return cc;
+  }
+
   io::Address address_of(int index) const { return addresses[static_cast<size_t>(index)]; }
 
   const KraftConfig& config;
@@ -167,6 +213,8 @@ struct KraftShared {
   std::vector<io::Address> addresses;
   KraftOracle oracle;
   std::vector<raft::RaftNode*> live;  // per node, while its main task runs
+  // Per node, while its main task runs: the image its listener replayed.
+  std::vector<const metadata::MetadataImage*> images;
   bool writing = true;
 };
 
@@ -176,7 +224,35 @@ uint64_t image_hash(const metadata::MetadataImage& image) {
   return image.with_provenance(metadata::MetadataProvenance{}).hash();
 }
 
-class Checker final : public raft::RaftListener, public raft::RaftProbe {
+// The controller scenario's partition and broker invariants, on an image
+// at a batch boundary of the committed log.
+void check_controller_invariants(KraftOracle& o, int index, int64_t end, const metadata::MetadataImage& image) {
+  const metadata::ClusterImage& cluster = image.cluster();
+  for (const auto& [topic_id, topic] : image.topics().by_id) {
+    for (const auto& [id, p] : topic->partitions) {
+      auto bad = [&](std::string_view what) {
+        o.violation(fmt::format("partition invariant: node {} at offset {}: {}-{} {} (replicas [{}] isr [{}] leader {})",
+                                index + 1, end, topic->name, id, what, fmt::join(p.replicas, ","),
+                                fmt::join(p.isr, ","), p.leader));
+      };
+      std::set<int32_t> replicas(p.replicas.begin(), p.replicas.end());
+      if (p.replicas.empty() || replicas.size() != p.replicas.size()) bad("has no or repeated replicas");
+      if (p.isr.empty()) bad("has an empty ISR");
+      for (int32_t b : p.isr) {
+        if (!replicas.contains(b)) bad("has an ISR member that is not a replica");
+      }
+      if (p.leader_recovery_state != 0) bad("was elected uncleanly");
+      if (p.leader == metadata::kNoLeader) continue;
+      if (std::find(p.isr.begin(), p.isr.end(), p.leader) == p.isr.end()) bad("has a leader outside the ISR");
+      const metadata::BrokerRegistration* b = cluster.broker(p.leader);
+      if (b == nullptr || b->fenced || b->in_controlled_shutdown) {
+        bad("is led by a broker that is not registered, is fenced or is shutting down");
+      }
+    }
+  }
+}
+
+class Checker final : public raft::RaftListener, public raft::RaftProbe, public controller::ControllerProbe {
  public:
   Checker(KraftShared* shared, int index) : shared_(shared), index_(index) {}
 
@@ -234,6 +310,15 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe {
   void vote_granted(int32_t node_id, int32_t epoch, int32_t candidate) override {
     shared_->oracle.vote_granted(node_id, epoch, candidate);
   }
+  void producer_ids_granted(int32_t broker_id, int64_t start, int32_t length) override {
+    shared_->oracle.producer_ids(broker_id, start, length);
+  }
+  void write_committed(const raft::AppendedBatch& batch) override {
+    KraftOracle& o = shared_->oracle;
+    ++o.acks;
+    o.acked.emplace(batch.base_offset, batch.epoch);
+    o.acked_end = std::max(o.acked_end, batch.last_offset + 1);
+  }
 
  private:
   // The same replay code a broker's metadata loader runs.
@@ -255,11 +340,18 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe {
       if (!applied.ok()) {
         shared_->oracle.violation(fmt::format("node {}: metadata record at {} does not replay: {}",
                                               index_ + 1, offset, applied.ToString()));
+      } else if (const auto* reg = std::get_if<net::RegisterBrokerRecord>(&decoded->record);
+                 reg != nullptr && shared_->config.controller && reg->broker_epoch != offset) {
+        shared_->oracle.violation(fmt::format("node {}: broker {} registered at offset {} with epoch {}",
+                                              index_ + 1, reg->broker_id, offset, reg->broker_epoch));
       }
       ++shared_->oracle.records_replayed;
       ++offset;
     }
     image_ = delta.build();
+    if (shared_->config.controller) {
+      check_controller_invariants(shared_->oracle, index_, batch.last_offset + 1, image_);
+    }
     if (++replayed_batches_ % kImageCompareEvery == 0) {
       shared_->oracle.image_at(index_, batch.last_offset + 1, image_hash(image_));
     }
@@ -276,7 +368,10 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe {
 struct LiveGuard {
   KraftShared* shared;
   int index;
-  ~LiveGuard() { shared->live[static_cast<size_t>(index)] = nullptr; }
+  ~LiveGuard() {
+    shared->live[static_cast<size_t>(index)] = nullptr;
+    shared->images[static_cast<size_t>(index)] = nullptr;
+  }
 };
 
 net::Uuid random_uuid(io::Random& r) {
@@ -422,6 +517,305 @@ io::Task<void> snapshotter(io::Context* ctx, raft::RaftNode* node, Checker* chec
   }
 }
 
+// --- the controller scenario's brokers and admin clients ---------------------
+
+constexpr io::Duration kRpcTimeout = 2s;
+
+// Calls the active controller: the one this broker's Raft observer knows
+// leads, else the voters in turn.
+class ControllerChannel {
+ public:
+  ControllerChannel(io::Context* ctx, const KraftShared* s, const raft::RaftNode* node, std::string client)
+      : ctx_(ctx), s_(s), node_(node), client_(std::move(client)) {}
+
+  template <typename Resp, typename Req>
+  io::Task<std::optional<Resp>> call(const Req& request, int16_t version) {
+    const int32_t leader = node_->leader_id();
+    if (leader >= 1 && s_->voters.contains(leader)) target_ = leader;
+    net::Peer& peer = this->peer(target_);
+    absl::StatusOr<Resp> response = co_await peer.call<Resp>(request, version, kRpcTimeout);
+    if (!response.ok() || response->error_code != 0) {
+      ctx_->log().debug("kraft: {} to controller {}: {}", Req::kName, target_,
+                        response.ok() ? std::string(net::error_name(response->error_code))
+                                      : response.status().ToString());
+    }
+    if (!response.ok() || response->error_code == net::code(net::Error::kNotController)) {
+      target_ = target_ % static_cast<int32_t>(s_->voters.size()) + 1;
+      co_return std::nullopt;
+    }
+    co_return std::move(*response);
+  }
+
+  // For requests whose errors are per item: answered at all.
+  template <typename Resp, typename Req>
+  io::Task<std::optional<Resp>> call_items(const Req& request, int16_t version) {
+    const int32_t leader = node_->leader_id();
+    if (leader >= 1 && s_->voters.contains(leader)) target_ = leader;
+    absl::StatusOr<Resp> response = co_await peer(target_).call<Resp>(request, version, kRpcTimeout);
+    if (!response.ok()) {
+      ctx_->log().debug("kraft: {} to controller {}: {}", Req::kName, target_, response.status().ToString());
+    }
+    if (!response.ok()) {
+      target_ = target_ % static_cast<int32_t>(s_->voters.size()) + 1;
+      co_return std::nullopt;
+    }
+    co_return std::move(*response);
+  }
+
+ private:
+  net::Peer& peer(int32_t id) {
+    auto it = peers_.find(id);
+    if (it == peers_.end()) {
+      it = peers_.emplace(id, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(),
+                                                          s_->voters.at(id), client_)).first;
+    }
+    return *it->second;
+  }
+
+  io::Context* ctx_;
+  const KraftShared* s_;
+  const raft::RaftNode* node_;
+  std::string client_;
+  int32_t target_ = 1;
+  std::map<int32_t, std::unique_ptr<net::Peer>> peers_;
+};
+
+// A leader's ISR change: the leader and a random choice of the replicas the
+// image shows eligible.
+std::optional<net::AlterPartitionRequest> isr_change(io::Random& r, const metadata::MetadataImage& image,
+                                                     int32_t broker_id, int64_t broker_epoch) {
+  std::vector<std::pair<const metadata::TopicImage*, int32_t>> led;
+  for (const auto& [id, topic] : image.topics().by_id) {
+    for (const auto& [p, partition] : topic->partitions) {
+      if (partition.leader == broker_id) led.emplace_back(topic.get(), p);
+    }
+  }
+  if (led.empty()) return std::nullopt;
+  const auto& [topic, p] = led[r.uniform(led.size())];
+  const metadata::PartitionRegistration& partition = topic->partitions.at(p);
+  net::AlterPartitionRequest request;
+  request.broker_id = broker_id;
+  request.broker_epoch = broker_epoch;
+  net::AlterPartitionRequest::TopicData t;
+  t.topic_id = topic->id;
+  net::AlterPartitionRequest::PartitionData d;
+  d.partition_index = p;
+  d.leader_epoch = partition.leader_epoch;
+  d.partition_epoch = partition.partition_epoch;
+  for (int32_t replica : partition.replicas) {
+    const metadata::BrokerRegistration* b = image.cluster().broker(replica);
+    if (replica != broker_id && (b == nullptr || b->fenced || b->in_controlled_shutdown || r.bernoulli(0.3))) {
+      continue;
+    }
+    net::AlterPartitionRequest::BrokerState state;
+    state.broker_id = replica;
+    state.broker_epoch = b == nullptr ? -1 : b->epoch;
+    d.new_isr_with_epochs.push_back(state);
+  }
+  t.partitions.push_back(std::move(d));
+  request.topics.push_back(std::move(t));
+  return request;
+}
+
+// A broker: registers, heartbeats (reporting how far its observer has
+// replayed), changes the ISRs of partitions it leads, takes producer ids,
+// and now and then shuts down in a controlled way and registers again.
+io::Task<void> broker_agent(io::Context* ctx, raft::RaftNode* node, const Checker* checker, KraftShared* s) {
+  const KraftConfig& c = s->config;
+  const int32_t broker_id = node->node_id();
+  ControllerChannel channel(ctx, s, node, fmt::format("broker-{}", broker_id));
+  const net::Uuid incarnation = random_uuid(ctx->random());
+  int64_t epoch = -1;
+  bool shutting_down = false;
+  while (true) {
+    co_await ctx->clock().sleep_for(c.heartbeat_interval);
+    if (epoch < 0) {
+      net::BrokerRegistrationRequest r;
+      r.broker_id = broker_id;
+      r.cluster_id = "brook-sim-cluster";
+      r.incarnation_id = incarnation;
+      r.rack = fmt::format("rack-{}", broker_id % 2);
+      net::BrokerRegistrationRequest::Listener l;
+      l.name = "PLAINTEXT";
+      l.host = "broker";
+      l.port = 9092;
+      r.listeners.push_back(l);
+      net::BrokerRegistrationRequest::Feature mv;
+      mv.name = std::string(metadata::kMetadataVersionFeature);
+      mv.min_supported_version = controller::kMetadataVersionMin;
+      mv.max_supported_version = controller::kMetadataVersionLatest;
+      r.features.push_back(mv);
+      std::optional<net::BrokerRegistrationResponse> resp =
+          co_await channel.call<net::BrokerRegistrationResponse>(r, 4);
+      if (resp.has_value() && resp->error_code == 0) {
+        epoch = resp->broker_epoch;
+        ++s->oracle.registrations;
+      }
+      continue;
+    }
+    net::BrokerHeartbeatRequest h;
+    h.broker_id = broker_id;
+    h.broker_epoch = epoch;
+    h.current_metadata_offset = checker->image_end() - 1;
+    h.want_shut_down = shutting_down;
+    std::optional<net::BrokerHeartbeatResponse> hb = co_await channel.call<net::BrokerHeartbeatResponse>(h, 1);
+    if (!hb.has_value()) continue;
+    ++s->oracle.heartbeats;
+    if (hb->error_code == net::code(net::Error::kStaleBrokerEpoch)) {
+      epoch = -1;
+      continue;
+    }
+    if (hb->error_code != 0) continue;
+    if (hb->should_shut_down) {
+      // Shut down: register again (a new incarnation would come from a
+      // restart; the same one re-registering is a broker retrying).
+      shutting_down = false;
+      epoch = -1;
+      continue;
+    }
+    if (hb->is_fenced || shutting_down || !s->writing) continue;
+    const uint64_t pick = ctx->random().uniform(100);
+    if (pick < 30) {
+      std::optional<net::AlterPartitionRequest> change =
+          isr_change(ctx->random(), checker->image(), broker_id, epoch);
+      if (!change.has_value()) continue;
+      std::optional<net::AlterPartitionResponse> resp = co_await channel.call<net::AlterPartitionResponse>(*change, 3);
+      if (resp.has_value() && resp->error_code == 0 && !resp->topics.empty() &&
+          !resp->topics[0].partitions.empty() && resp->topics[0].partitions[0].error_code == 0) {
+        ++s->oracle.isr_changes;
+      }
+    } else if (pick < 36) {
+      net::AllocateProducerIdsRequest r;
+      r.broker_id = broker_id;
+      r.broker_epoch = epoch;
+      (void)co_await channel.call<net::AllocateProducerIdsResponse>(r, 0);
+    } else if (pick < 37) {
+      shutting_down = true;
+    }
+  }
+}
+
+// An admin client: creates, deletes and grows topics and alters their
+// configs through the active controller.
+io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checker* checker, KraftShared* s) {
+  const KraftConfig& c = s->config;
+  ControllerChannel channel(ctx, s, node, fmt::format("admin-{}", node->node_id()));
+  uint64_t created = 0;
+  while (true) {
+    co_await ctx->clock().sleep_for(io::Duration(ctx->random().uniform_range(
+        c.write_interval_min.count(), c.write_interval_max.count())));
+    if (!s->writing) continue;
+    const metadata::MetadataImage& image = checker->image();
+    const auto& topics = image.topics().by_name;
+    const uint64_t pick = ctx->random().uniform(100);
+    bool ok = false;
+    ++s->oracle.admin_requests;
+    if (pick >= 82) {
+      // ACLs and client quotas.
+      const std::string principal = fmt::format("User:u{}", ctx->random().uniform(4));
+      if (pick < 88) {
+        net::CreateAclsRequest r;
+        net::CreateAclsRequest::AclCreation c;
+        c.resource_type = 2;  // TOPIC
+        c.resource_name = fmt::format("t{}", ctx->random().uniform(8));
+        c.resource_pattern_type = ctx->random().bernoulli(0.5) ? 3 : 4;  // LITERAL, PREFIXED
+        c.principal = principal;
+        c.host = "*";
+        c.operation = static_cast<int8_t>(ctx->random().uniform_range(2, 14));
+        c.permission_type = 3;  // ALLOW
+        r.creations.push_back(c);
+        std::optional<net::CreateAclsResponse> resp = co_await channel.call_items<net::CreateAclsResponse>(r, 3);
+        ok = resp.has_value() && resp->results.size() == 1 && resp->results[0].error_code == 0;
+      } else if (pick < 92) {
+        net::DeleteAclsRequest r;
+        net::DeleteAclsRequest::DeleteAclsFilter f;
+        f.resource_type_filter = 1;  // ANY
+        f.resource_name_filter = std::nullopt;
+        f.pattern_type_filter = 1;
+        f.principal_filter = principal;
+        f.host_filter = std::nullopt;
+        f.operation = 1;
+        f.permission_type = 1;
+        r.filters.push_back(f);
+        std::optional<net::DeleteAclsResponse> resp = co_await channel.call_items<net::DeleteAclsResponse>(r, 3);
+        ok = resp.has_value() && resp->filter_results.size() == 1 && resp->filter_results[0].error_code == 0;
+      } else {
+        net::AlterClientQuotasRequest r;
+        net::AlterClientQuotasRequest::EntryData e;
+        net::AlterClientQuotasRequest::EntityData entity;
+        entity.entity_type = ctx->random().bernoulli(0.5) ? "user" : "client-id";
+        entity.entity_name = fmt::format("c{}", ctx->random().uniform(4));
+        e.entity.push_back(entity);
+        net::AlterClientQuotasRequest::OpData op;
+        op.key = "producer_byte_rate";
+        op.value = static_cast<double>(ctx->random().uniform_range(1024, 1 << 20));
+        op.remove = ctx->random().bernoulli(0.3);
+        e.ops.push_back(op);
+        r.entries.push_back(e);
+        std::optional<net::AlterClientQuotasResponse> resp =
+            co_await channel.call_items<net::AlterClientQuotasResponse>(r, 1);
+        ok = resp.has_value() && resp->entries.size() == 1 && resp->entries[0].error_code == 0;
+      }
+    } else if (pick < 40 || topics.empty()) {
+      if (topics.size() >= kTopicsMax) continue;
+      net::CreateTopicsRequest r;
+      net::CreateTopicsRequest::CreatableTopic t;
+      t.name = fmt::format("t{}-{}", node->node_id(), created++);
+      t.num_partitions = static_cast<int32_t>(ctx->random().uniform_range(1, 4));
+      t.replication_factor = static_cast<int16_t>(ctx->random().uniform_range(1, 3));
+      if (ctx->random().bernoulli(0.3)) {
+        net::CreateTopicsRequest::CreatableTopicConfig config;
+        config.name = "cleanup.policy";
+        config.value = "compact";
+        t.configs.push_back(config);
+      }
+      r.topics.push_back(t);
+      std::optional<net::CreateTopicsResponse> resp = co_await channel.call_items<net::CreateTopicsResponse>(r, 7);
+      ok = resp.has_value() && resp->topics.size() == 1 && resp->topics[0].error_code == 0;
+    } else {
+      auto it = topics.begin();
+      std::advance(it, static_cast<long>(ctx->random().uniform(topics.size())));
+      const std::string name = it->first;
+      if (pick < 55) {
+        net::DeleteTopicsRequest r;
+        net::DeleteTopicsRequest::DeleteTopicState t;
+        t.topic_id = it->second;
+        r.topics.push_back(t);
+        std::optional<net::DeleteTopicsResponse> resp = co_await channel.call_items<net::DeleteTopicsResponse>(r, 6);
+        ok = resp.has_value() && resp->responses.size() == 1 && resp->responses[0].error_code == 0;
+      } else if (pick < 70) {
+        net::CreatePartitionsRequest r;
+        net::CreatePartitionsRequest::CreatePartitionsTopic t;
+        t.name = name;
+        t.count = static_cast<int32_t>(image.topics().topic(name)->partitions.size()) + 1;
+        t.assignments = std::nullopt;
+        r.topics.push_back(t);
+        std::optional<net::CreatePartitionsResponse> resp =
+            co_await channel.call_items<net::CreatePartitionsResponse>(r, 3);
+        ok = resp.has_value() && resp->results.size() == 1 && resp->results[0].error_code == 0;
+      } else {
+        net::IncrementalAlterConfigsRequest r;
+        net::IncrementalAlterConfigsRequest::AlterConfigsResource res;
+        res.resource_type = metadata::kConfigResourceTopic;
+        res.resource_name = name;
+        net::IncrementalAlterConfigsRequest::AlterableConfig config;
+        config.name = ctx->random().bernoulli(0.5) ? "retention.ms" : "max.message.bytes";
+        config.config_operation = ctx->random().bernoulli(0.8) ? 0 : 1;
+        config.value = std::to_string(ctx->random().uniform_range(1000, 1'000'000));
+        res.configs.push_back(config);
+        r.resources.push_back(res);
+        std::optional<net::IncrementalAlterConfigsResponse> resp =
+            co_await channel.call_items<net::IncrementalAlterConfigsResponse>(r, 1);
+        ok = resp.has_value() && resp->responses.size() == 1 && resp->responses[0].error_code == 0;
+      }
+    }
+    if (ok) {
+      ++s->oracle.admin_ok;
+      s->oracle.last_admin_ok_ns = World::running()->now_ns();
+    }
+  }
+}
+
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   absl::StatusOr<std::unique_ptr<raft::RaftNode>> opened =
       co_await raft::RaftNode::open(*ctx, s->raft_config(index));
@@ -440,10 +834,31 @@ io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   node->set_listener(&checker);
   node->set_probe(&checker);
   s->live[static_cast<size_t>(index)] = node.get();
+  s->images[static_cast<size_t>(index)] = &checker.image();
   LiveGuard guard{s, index};
   io::TaskScope tasks(ctx->executor());
-  if (node->is_voter()) tasks.spawn(writer(ctx, node.get(), &checker, s));
-  tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
+  if (s->config.controller) {
+    if (node->is_voter()) {
+      // Declared before the tasks that use it: the scope dies first.
+      auto controller = std::make_unique<controller::QuorumController>(*ctx, *node, s->controller_config(index));
+      controller->set_observer(&checker);
+      controller->set_probe(&checker);
+      node->set_listener(controller.get());
+      io::TaskScope controller_tasks(ctx->executor());
+      controller_tasks.spawn(controller->run());
+      controller::QuorumController* c = controller.get();
+      absl::Status ended =
+          co_await node->run(**listener, [c](net::RequestFrame f) { return c->handle_request(std::move(f)); });
+      ctx->log().error("kraft: replica stopped: {}", ended.ToString());
+      co_return;
+    }
+    tasks.spawn(broker_agent(ctx, node.get(), &checker, s));
+    tasks.spawn(admin_client(ctx, node.get(), &checker, s));
+    tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
+  } else {
+    if (node->is_voter()) tasks.spawn(writer(ctx, node.get(), &checker, s));
+    tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
+  }
   absl::Status ended = co_await node->run(**listener);
   ctx->log().error("kraft: replica stopped: {}", ended.ToString());
 }
@@ -496,6 +911,20 @@ bool caught_up(const KraftShared& s) {
     const raft::RaftNode* node = s.live[static_cast<size_t>(i)];
     if (node == nullptr || node->high_watermark() < end) return false;
     if (s.oracle.node_up_to[static_cast<size_t>(i)] < end) return false;
+  }
+  return true;
+}
+
+// Controller scenarios: every voter's image shows every broker registered
+// and unfenced.
+bool brokers_unfenced(const KraftShared& s) {
+  for (int i = 0; i < s.config.voters; ++i) {
+    const metadata::MetadataImage* image = s.images[static_cast<size_t>(i)];
+    if (image == nullptr) return false;
+    for (int b = 0; b < s.config.brokers; ++b) {
+      const metadata::BrokerRegistration* reg = image->cluster().broker(s.config.voters + b + 1);
+      if (reg == nullptr || reg->fenced || reg->in_controlled_shutdown) return false;
+    }
   }
   return true;
 }
@@ -555,7 +984,12 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
 }
 
 std::string KraftConfig::describe() const {
-  return fmt::format("swarm: voters={} observers={} election timeout {} snapshot every {} batches segment {}B "
+  const std::string controller_text =
+      controller ? fmt::format("controller: brokers={} session={} heartbeat every {} controller snapshot every {}B\n",
+                               brokers, seconds(broker_session_timeout), seconds(heartbeat_interval),
+                               controller_snapshot_bytes)
+                 : "";
+  return controller_text + fmt::format("swarm: voters={} observers={} election timeout {} snapshot every {} batches segment {}B "
                      "write every {}..{} records<={} workload={} quiet<={}{}\n{}",
                      voters, observers, seconds(election_timeout), snapshot_every, segment_bytes,
                      seconds(write_interval_min), seconds(write_interval_max),
@@ -580,6 +1014,17 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     config.election_timeout = uniform_duration(r, 300ms, 800ms);
   } else if (options.name == "kraft-mutant-flush") {
     config.mutation = "ack-before-flush";
+  } else if (options.name.starts_with("controller")) {
+    io::Random r(options.seed ^ (kConfigSalt << 3));
+    config.controller = true;
+    config.brokers = static_cast<int>(r.uniform_range(3, 4));
+    config.observers = config.brokers;
+    config.broker_session_timeout = config.election_timeout * 3;
+    config.heartbeat_interval = config.broker_session_timeout / 6;
+    config.controller_snapshot_bytes = r.bernoulli(0.3) ? 0 : static_cast<int64_t>(r.uniform_range(4 << 10, 64 << 10));
+    config.write_interval_min = uniform_duration(r, 20ms, 100ms);
+    config.write_interval_max = config.write_interval_min * 2;
+    if (options.name == "controller-mutant-commit") config.mutation = "answer-before-commit";
   }
   WorldOptions world_options;
   world_options.scenario = options.name;
@@ -612,16 +1057,39 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   const int64_t heal_ns = world.now_ns();
   // Liveness: a write made after the heal commits, then (writes stopped)
   // every voter catches up, all within the quiet phase.
-  bool live = world.run_until([&] { return shared.oracle.last_ack_ns > heal_ns; }, config.quiet_max);
+  bool live = world.run_until(
+      [&] {
+        return (config.controller ? shared.oracle.last_admin_ok_ns : shared.oracle.last_ack_ns) > heal_ns;
+      },
+      config.quiet_max);
   shared.writing = false;
   std::string voter_states;
   if (live) {
     const io::Duration left = config.quiet_max - io::Duration(world.now_ns() - heal_ns);
-    live = world.run_until([&] { return caught_up(shared); }, left);
+    live = world.run_until(
+        [&] { return caught_up(shared) && (!config.controller || brokers_unfenced(shared)); }, left);
+  }
+  if (config.controller) {
+    for (int i = 0; i < config.voters; ++i) {
+      const metadata::MetadataImage* image = shared.images[static_cast<size_t>(i)];
+      if (image == nullptr) continue;
+      voter_states += fmt::format("brokers as voter {} sees them:", i + 1);
+      for (int b = 0; b < config.brokers; ++b) {
+        const int32_t id = config.voters + b + 1;
+        const metadata::BrokerRegistration* reg = image->cluster().broker(id);
+        voter_states += fmt::format(" {} {}", id,
+                                    reg == nullptr ? "unregistered"
+                                    : reg->fenced  ? "fenced"
+                                    : reg->in_controlled_shutdown ? "shutting-down"
+                                                                  : "unfenced");
+      }
+      voter_states += "; ";
+      break;
+    }
   }
   for (int i = 0; i < config.voters; ++i) {
     const raft::RaftNode* node = shared.live[static_cast<size_t>(i)];
-    if (!voter_states.empty()) voter_states += ", ";
+    if (!voter_states.empty() && !voter_states.ends_with("; ")) voter_states += ", ";
     if (node == nullptr) {
       voter_states += fmt::format("{} down", i + 1);
     } else {
@@ -653,9 +1121,10 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   check_final(shared, live, result.failures);
   if (!live && result.failures.size() < kFailuresMax) {
     result.failures.push_back(fmt::format(
-        "liveness: no leader committed a new write and caught every voter up within {} of the heal "
+        "liveness: no leader committed a new write and caught every voter up{} within {} of the heal "
         "(committed end {}, last ack at {}; voters: {})",
-        seconds(config.quiet_max), shared.oracle.committed_end(),
+        config.controller ? " (and unfenced every broker)" : "", seconds(config.quiet_max),
+        shared.oracle.committed_end(),
         seconds(io::Duration(std::max<int64_t>(shared.oracle.last_ack_ns, 0))), voter_states));
   }
   result.passed = result.failures.empty();
@@ -664,7 +1133,12 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   result.simulated = world.elapsed();
   result.replay_command = world.replay_command();
   const KraftOracle& o = shared.oracle;
-  result.summary = fmt::format(
+  if (config.controller) {
+    result.summary = fmt::format(
+        "controller: registrations={} heartbeats={} isr-changes={} producer-id-blocks={} admin={}/{} ok; ",
+        o.registrations, o.heartbeats, o.isr_changes, o.producer_id_blocks, o.admin_ok, o.admin_requests);
+  }
+  result.summary += fmt::format(
       "epochs={} elections={} appends={} rejected={} acked={} commit-timeouts={} committed-batches={} "
       "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: crashes={} partitions={} clogs={} resets={} "
       "wall-jumps={} revivals={} buggify-fired={}",

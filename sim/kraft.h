@@ -33,7 +33,18 @@
 // Mutations (KraftConfig::mutation) break the replica on purpose, to prove
 // the checkers catch what they claim to: "skip-vote-persist" grants votes
 // without persisting them; "ack-before-flush" reports appended offsets
-// before they are durable.
+// before they are durable; "answer-before-commit" makes the controller
+// answer writes before they commit.
+//
+// The "controller" scenario (QuorumController on the voters, brokers as
+// observers) adds, on every node's replay of the committed log:
+// - partition invariants: replicas distinct, the ISR non-empty and within
+//   the replicas, a leader in the ISR and registered, unfenced and not in
+//   controlled shutdown, no unclean recovery;
+// - a broker's epoch is the offset of its registration record;
+// and, on the answers: producer id blocks handed out never overlap.
+// Liveness there also needs
+// an admin write answered after the heal and every broker unfenced.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +60,16 @@ namespace brook::sim {
 struct KraftConfig {
   int voters = 3;
   int observers = 0;
+  // The "controller" scenarios: every voter runs a QuorumController
+  // (core/controller) and `brokers` more nodes are brokers: Raft observers
+  // replaying the log, registering and heartbeating, changing ISRs and
+  // taking producer ids, and admin clients creating, deleting and growing
+  // topics and altering configs. No node writes raw records.
+  bool controller = false;
+  int brokers = 0;
+  io::Duration broker_session_timeout{0};
+  io::Duration heartbeat_interval{0};
+  int64_t controller_snapshot_bytes = 0;
   io::Duration write_interval_min{0};
   io::Duration write_interval_max{0};
   int records_per_batch_max = 1;
@@ -70,7 +91,8 @@ struct KraftConfig {
 
 // Runs the scenario for options.seed; options.name is "kraft", or
 // "kraft-mutant-vote" (skip-vote-persist) or "kraft-mutant-flush"
-// (ack-before-flush).
+// (ack-before-flush), "kraft-harsh", "controller" or
+// "controller-mutant-commit" (answer-before-commit).
 absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options);
 
 // Failover in the simulator, without faults: `voters` controllers (default

@@ -11,11 +11,14 @@
 
 namespace brook::sim {
 
-std::vector<std::string> scenario_names() { return {"demo", "kraft", "kraft-harsh", "kraft-mutant-flush", "kraft-mutant-vote"}; }
+std::vector<std::string> scenario_names() {
+  return {"demo",       "controller",         "controller-mutant-commit", "kraft",
+          "kraft-harsh", "kraft-mutant-flush", "kraft-mutant-vote"};
+}
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
-  if (options.name.starts_with("kraft")) {
+  if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);
   }

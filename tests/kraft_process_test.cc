@@ -28,6 +28,15 @@
 #include "io/scope.h"
 #include "net/kafka/messages/describe_quorum_request.h"
 #include "net/kafka/messages/describe_quorum_response.h"
+#include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/api_versions_response.h"
+#include "net/kafka/messages/broker_heartbeat_request.h"
+#include "net/kafka/messages/broker_heartbeat_response.h"
+#include "net/kafka/messages/broker_registration_request.h"
+#include "net/kafka/messages/broker_registration_response.h"
+#include "net/kafka/messages/create_topics_request.h"
+#include "net/kafka/messages/create_topics_response.h"
+#include "net/kafka/errors.h"
 #include "net/kafka/rpc.h"
 
 namespace brook {
@@ -79,6 +88,15 @@ io::Task<void> describe(io::Context* ctx, uint16_t port, std::optional<QuorumVie
     }
     *out = v;
   }
+  *done = true;
+}
+
+template <typename Resp, typename Req>
+io::Task<void> call_once(io::Context* ctx, uint16_t port, Req request, int16_t version,
+                         std::optional<Resp>* out, bool* done) {
+  net::Peer peer(ctx->network(), ctx->clock(), io::Address("127.0.0.1", port), "kraft-process-test");
+  absl::StatusOr<Resp> r = co_await peer.call<Resp>(request, version, 2s);
+  if (r.ok()) *out = std::move(*r);
   *done = true;
 }
 
@@ -143,6 +161,45 @@ class KraftProcesses : public ::testing::Test {
     return view;
   }
 
+  template <typename Resp, typename Req>
+  std::optional<Resp> call(uint16_t port, const Req& request, int16_t version) {
+    std::optional<Resp> out;
+    bool done = false;
+    client_->scope().spawn(call_once<Resp, Req>(&client_->context(), port, request, version, &out, &done));
+    client_->run_until([&] { return done; });
+    return out;
+  }
+
+  // Starts three controllers; their ports.
+  std::vector<uint16_t> start_quorum() {
+    std::vector<uint16_t> ports;
+    std::string voters;
+    for (int id = 1; id <= 3; ++id) {
+      ports.push_back(free_port());
+      if (!voters.empty()) voters += ",";
+      voters += std::to_string(id) + "@127.0.0.1:" + std::to_string(ports.back());
+    }
+    for (int id = 1; id <= 3; ++id) start(id, voters);
+    return ports;
+  }
+
+  // The index of the leader whose first entry is committed, and its view.
+  std::optional<std::pair<int, QuorumView>> find_leader(const std::vector<uint16_t>& ports, int skip = -1,
+                                                        int32_t after_epoch = -1) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      for (size_t i = 0; i < ports.size(); ++i) {
+        if (static_cast<int>(i) == skip) continue;
+        std::optional<QuorumView> v = ask(ports[i]);
+        if (v && v->leader_id == static_cast<int32_t>(i + 1) && v->high_watermark > 0 && v->epoch > after_epoch) {
+          return std::make_pair(static_cast<int>(i), *v);
+        }
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return std::nullopt;
+  }
+
   std::string root_;
   std::unique_ptr<io::real::RealNode> client_;
   std::vector<pid_t> pids_;
@@ -197,6 +254,89 @@ TEST_F(KraftProcesses, NewLeaderCommitsAfterTheLeaderIsKilled) {
               before->leader_id, before->epoch, static_cast<long long>(before->leader_end),
               after->leader_id, after->epoch, static_cast<long long>(after->high_watermark),
               failover_ms);
+}
+
+}  // namespace
+}  // namespace brook
+
+namespace brook {
+namespace {
+
+// The controller APIs over the wire: a broker registers and is unfenced, a
+// topic is created on it; after the active controller is killed, the next
+// one knows the topic and the broker.
+TEST_F(KraftProcesses, ControllerServesBrokersAndAdminsAcrossFailover) {
+  const std::vector<uint16_t> ports = start_quorum();
+  std::optional<std::pair<int, QuorumView>> leader = find_leader(ports);
+  ASSERT_TRUE(leader.has_value()) << "no leader within 30 s";
+  const uint16_t port = ports[static_cast<size_t>(leader->first)];
+
+  std::optional<net::ApiVersionsResponse> versions = call<net::ApiVersionsResponse>(port, net::ApiVersionsRequest{}, 3);
+  ASSERT_TRUE(versions.has_value());
+  bool lists_create_topics = false;
+  for (const auto& k : versions->api_keys) lists_create_topics |= k.api_key == net::CreateTopicsRequest::kApiKey;
+  EXPECT_TRUE(lists_create_topics);
+
+  net::BrokerRegistrationRequest reg;
+  reg.broker_id = 100;
+  reg.cluster_id = "MkU3OEVBNTcwNTJENDM2Qk";
+  reg.incarnation_id.bytes[0] = 42;
+  reg.rack = std::nullopt;
+  net::BrokerRegistrationRequest::Feature mv;
+  mv.name = "metadata.version";
+  mv.min_supported_version = 7;
+  mv.max_supported_version = 21;
+  reg.features.push_back(mv);
+  // The bootstrap record may still be on its way: retry NOT_CONTROLLER.
+  std::optional<net::BrokerRegistrationResponse> registered;
+  for (int i = 0; i < 100 && (!registered || registered->error_code != 0); ++i) {
+    registered = call<net::BrokerRegistrationResponse>(port, reg, 4);
+    if (!registered || registered->error_code != 0) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(registered.has_value());
+  ASSERT_EQ(registered->error_code, 0);
+  net::BrokerHeartbeatRequest hb;
+  hb.broker_id = 100;
+  hb.broker_epoch = registered->broker_epoch;
+  hb.current_metadata_offset = registered->broker_epoch;
+  std::optional<net::BrokerHeartbeatResponse> beat = call<net::BrokerHeartbeatResponse>(port, hb, 1);
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_EQ(beat->error_code, 0);
+  EXPECT_FALSE(beat->is_fenced);
+
+  net::CreateTopicsRequest create;
+  net::CreateTopicsRequest::CreatableTopic topic;
+  topic.name = "orders";
+  topic.num_partitions = 3;
+  topic.replication_factor = 1;
+  create.topics.push_back(topic);
+  std::optional<net::CreateTopicsResponse> created = call<net::CreateTopicsResponse>(port, create, 7);
+  ASSERT_TRUE(created.has_value());
+  ASSERT_EQ(created->topics.size(), 1u);
+  EXPECT_EQ(created->topics[0].error_code, 0) << created->topics[0].error_message.value_or("");
+  EXPECT_EQ(created->topics[0].num_partitions, 3);
+
+  // A controller that is not active says so.
+  const uint16_t other = ports[static_cast<size_t>((leader->first + 1) % 3)];
+  std::optional<net::CreateTopicsResponse> refused = call<net::CreateTopicsResponse>(other, create, 7);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->topics.at(0).error_code, net::code(net::Error::kNotController));
+
+  ASSERT_EQ(kill(pids_[static_cast<size_t>(leader->first)], SIGKILL), 0);
+  std::optional<std::pair<int, QuorumView>> next = find_leader(ports, leader->first, leader->second.epoch);
+  ASSERT_TRUE(next.has_value()) << "no new leader within 30 s";
+  const uint16_t next_port = ports[static_cast<size_t>(next->first)];
+  std::optional<net::CreateTopicsResponse> again;
+  for (int i = 0; i < 100; ++i) {
+    again = call<net::CreateTopicsResponse>(next_port, create, 7);
+    if (again && again->topics.at(0).error_code != net::code(net::Error::kNotController)) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->topics.at(0).error_code, net::code(net::Error::kTopicAlreadyExists));
+  beat = call<net::BrokerHeartbeatResponse>(next_port, hb, 1);
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_EQ(beat->error_code, 0);
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 // tools/controller_command.cc
 //
-// `brook controller`: one KRaft controller quorum replica (raft/raft_node.h)
-// on real I/O, serving the Raft RPCs and DescribeQuorum on its listener.
+// `brook controller`: one KRaft controller (raft/raft_node.h and the
+// QuorumController of core/controller) on real I/O, serving the Raft RPCs,
+// DescribeQuorum and the controller APIs (broker registration and
+// heartbeats, CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
+// AllocateProducerIds, IncrementalAlterConfigs, AlterConfigs, ApiVersions)
+// on its listener.
 //
 //   brook controller --node-id N --controller-quorum-voters 1@host:port,2@host:port,...
 //                    --data-dir DIR [--listen host:port] [--cluster-id ID]
@@ -40,6 +44,7 @@
 
 #include <fmt/format.h>
 
+#include "core/controller/quorum_controller.h"
 #include "core/meta_properties.h"
 #include "core/metadata/record_serde.h"
 #include "io/real/real_node.h"
@@ -281,8 +286,14 @@ io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, boo
   std::printf("brook controller: node %d listening on %s\n", args->node_id,
               (*listener)->address().to_string().c_str());
   std::fflush(stdout);
+  controller::ControllerConfig controller_config;
+  controller_config.node_id = args->node_id;
+  controller_config.cluster_id = *cluster_id;
+  controller::QuorumController controller(*ctx, **node, controller_config);
+  (*node)->set_listener(&controller);
   Bench bench;
   io::TaskScope tasks(ctx->executor());
+  tasks.spawn(controller.run());
   if (args->bench_batches > 0) {
     for (int64_t i = 0; i < args->bench_inflight; ++i) {
       tasks.spawn(bench_writer(ctx, node->get(), args, &bench));
@@ -290,13 +301,15 @@ io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, boo
   }
   raft::RaftNode* raw = node->get();
   io::Listener* l = listener->get();
-  auto run = [](raft::RaftNode* n, io::Listener* li, bool* stopped_with_error) -> io::Task<void> {
-    absl::Status s = co_await n->run(*li);
+  auto run = [](raft::RaftNode* n, io::Listener* li, controller::QuorumController* c,
+                bool* stopped_with_error) -> io::Task<void> {
+    absl::Status s =
+        co_await n->run(*li, [c](net::RequestFrame f) { return c->handle_request(std::move(f)); });
     std::fprintf(stderr, "brook controller: stopped: %s\n", s.ToString().c_str());
     *stopped_with_error = true;
   };
   bool failed = false;
-  tasks.spawn(run(raw, l, &failed));
+  tasks.spawn(run(raw, l, &controller, &failed));
   while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
   if (!failed) {
     co_await raw->resign();

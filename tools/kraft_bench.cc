@@ -4,19 +4,25 @@
 //
 //   brook-kraft-bench [--brook PATH] [--batches N] [--records R] [--inflight K]
 //                     [--election-timeout-ms MS] [--sim-seeds S]
+//                     [--topics T] [--topic-inflight J]
 //
 // 1. Commit latency and throughput on real processes: three `brook
 //    controller` processes on loopback; whichever leads appends N batches of
 //    R metadata records, K in flight, each waited for until committed (the
 //    leader and a follower have flushed it), and prints p50/p99/p999 commit
 //    latency and records/s.
-// 2. Failover on real processes: the leader is killed with SIGKILL; the
+// 2. Controller requests on the same processes: a broker registers and is
+//    unfenced, then T CreateTopics requests (one topic of one partition
+//    each), J in flight, are answered by the active controller once
+//    committed; prints p50/p99/p999 request latency and topics/s.
+// 3. Failover on real processes: the leader is killed with SIGKILL; the
 //    time until another node leads a later epoch with its first entry
 //    committed (asked with DescribeQuorum every 10 ms).
-// 3. Failover in the simulator (3 and 5 voters, default timeouts, election
+// 4. Failover in the simulator (3 and 5 voters, default timeouts, election
 //    timeout 1 s), over several seeds.
-// 4. Simulated-to-wall time ratio of the kraft scenario's 5-voter seeds
-//    among seeds 1..S (the swarm sweep with every fault).
+// 5. Simulated-to-wall time ratio of the kraft scenario's 5-voter seeds
+//    among seeds 1..S (the swarm sweep with every fault), and of the
+//    controller scenario's seeds 1..S.
 //
 // Tools are not logic code: processes, threads and the real clock are fine.
 #include <arpa/inet.h>
@@ -41,6 +47,12 @@
 #include <fmt/format.h>
 
 #include "io/real/real_node.h"
+#include "net/kafka/messages/broker_heartbeat_request.h"
+#include "net/kafka/messages/broker_heartbeat_response.h"
+#include "net/kafka/messages/broker_registration_request.h"
+#include "net/kafka/messages/broker_registration_response.h"
+#include "net/kafka/messages/create_topics_request.h"
+#include "net/kafka/messages/create_topics_response.h"
 #include "net/kafka/messages/describe_quorum_request.h"
 #include "net/kafka/messages/describe_quorum_response.h"
 #include "net/kafka/rpc.h"
@@ -59,6 +71,8 @@ struct Options {
   int64_t inflight = 8;
   int64_t election_timeout_ms = 1000;
   int64_t sim_seeds = 200;
+  int64_t topics = 4000;
+  int64_t topic_inflight = 8;
 };
 
 uint16_t free_port() {
@@ -109,6 +123,98 @@ std::optional<View> ask(io::real::RealNode& client, uint16_t port) {
   client.scope().spawn(describe(&client.context(), port, &view, &done));
   client.run_until([&] { return done; });
   return view;
+}
+
+// Controller request bench state, shared by the client's tasks.
+struct TopicBench {
+  uint16_t port = 0;
+  int64_t next = 0;
+  int64_t total = 0;
+  int64_t failed = 0;
+  int running = 0;
+  std::vector<int64_t> latencies_us;
+};
+
+io::Task<void> register_broker(io::Context* ctx, uint16_t port, bool* ok, bool* done) {
+  net::Peer peer(ctx->network(), ctx->clock(), io::Address("127.0.0.1", port), "kraft-bench");
+  net::BrokerRegistrationRequest reg;
+  reg.broker_id = 100;
+  reg.cluster_id = "MkU3OEVBNTcwNTJENDM2Qk";
+  reg.incarnation_id.bytes[0] = 7;
+  reg.rack = std::nullopt;
+  net::BrokerRegistrationRequest::Feature mv;
+  mv.name = "metadata.version";
+  mv.min_supported_version = 7;
+  mv.max_supported_version = 21;
+  reg.features.push_back(mv);
+  for (int attempt = 0; attempt < 200 && !*ok; ++attempt) {
+    absl::StatusOr<net::BrokerRegistrationResponse> r =
+        co_await peer.call<net::BrokerRegistrationResponse>(reg, 4, 2s);
+    if (!r.ok() || r->error_code != 0) {
+      co_await ctx->clock().sleep_for(20ms);
+      continue;
+    }
+    net::BrokerHeartbeatRequest hb;
+    hb.broker_id = 100;
+    hb.broker_epoch = r->broker_epoch;
+    hb.current_metadata_offset = r->broker_epoch;
+    absl::StatusOr<net::BrokerHeartbeatResponse> h = co_await peer.call<net::BrokerHeartbeatResponse>(hb, 1, 2s);
+    *ok = h.ok() && h->error_code == 0 && !h->is_fenced;
+  }
+  *done = true;
+}
+
+io::Task<void> create_topics(io::Context* ctx, TopicBench* b) {
+  net::Peer peer(ctx->network(), ctx->clock(), io::Address("127.0.0.1", b->port), "kraft-bench");
+  while (b->next < b->total) {
+    const int64_t i = b->next++;
+    net::CreateTopicsRequest request;
+    net::CreateTopicsRequest::CreatableTopic topic;
+    topic.name = fmt::format("bench-{}", i);
+    topic.num_partitions = 1;
+    topic.replication_factor = 1;
+    request.topics.push_back(topic);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<net::CreateTopicsResponse> r = co_await peer.call<net::CreateTopicsResponse>(request, 7, 5s);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!r.ok() || r->topics.size() != 1 || r->topics[0].error_code != 0) {
+      ++b->failed;
+      continue;
+    }
+    b->latencies_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(t1 - t0).count());
+  }
+  --b->running;
+}
+
+int controller_requests(const Options& o, io::real::RealNode& client, uint16_t port) {
+  bool registered = false;
+  bool done = false;
+  client.scope().spawn(register_broker(&client.context(), port, &registered, &done));
+  client.run_until([&] { return done; });
+  if (!registered) {
+    std::fprintf(stderr, "brook-kraft-bench: the broker did not register and unfence\n");
+    return 1;
+  }
+  TopicBench b;
+  b.port = port;
+  b.total = o.topics;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < o.topic_inflight; ++i) {
+    ++b.running;
+    client.scope().spawn(create_topics(&client.context(), &b));
+  }
+  client.run_until([&] { return b.running == 0; });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::vector<int64_t> l = b.latencies_us;
+  std::sort(l.begin(), l.end());
+  auto pct = [&](double q) { return l.empty() ? 0 : l[std::min(l.size() - 1, static_cast<size_t>(q * l.size()))]; };
+  std::printf("controller requests: %lld CreateTopics (1 topic, 1 partition each), %lld in flight: %.0f topics/s; "
+              "latency-us p50=%lld p99=%lld p999=%lld max=%lld; failed=%lld\n",
+              static_cast<long long>(l.size()), static_cast<long long>(o.topic_inflight),
+              static_cast<double>(l.size()) / seconds, static_cast<long long>(pct(0.5)),
+              static_cast<long long>(pct(0.99)), static_cast<long long>(pct(0.999)),
+              static_cast<long long>(l.empty() ? 0 : l.back()), static_cast<long long>(b.failed));
+  return b.failed == 0 ? 0 : 1;
 }
 
 int real_processes(const Options& o, const std::string& root) {
@@ -181,6 +287,10 @@ int real_processes(const Options& o, const std::string& root) {
     cleanup();
     return 1;
   }
+  if (o.topics > 0 && controller_requests(o, **client, ports[static_cast<size_t>(leader)]) != 0) {
+    cleanup();
+    return 1;
+  }
   std::optional<View> before = ask(**client, ports[static_cast<size_t>(leader)]);
   if (!before || before->leader_id != leader + 1) {
     std::fprintf(stderr, "brook-kraft-bench: node %d no longer leads\n", leader + 1);
@@ -249,6 +359,26 @@ void simulated(const Options& o) {
               "%.0fx simulated-to-wall\n",
               static_cast<long long>(o.sim_seeds), runs, failed, simulated_s, wall_s,
               wall_s > 0 ? simulated_s / wall_s : 0.0);
+  simulated_s = 0;
+  wall_s = 0;
+  runs = 0;
+  failed = 0;
+  for (uint64_t seed = 1; seed <= static_cast<uint64_t>(o.sim_seeds); ++seed) {
+    sim::ScenarioOptions options;
+    options.name = "controller";
+    options.seed = seed;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = sim::run_scenario(options);
+    wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!r.ok()) continue;
+    ++runs;
+    if (!r->passed) ++failed;
+    simulated_s += std::chrono::duration<double>(r->simulated).count();
+  }
+  std::printf("controller sweep, seeds 1..%lld: %d runs (%d failed), %.0f s simulated in %.2f s: "
+              "%.0fx simulated-to-wall\n",
+              static_cast<long long>(o.sim_seeds), runs, failed, simulated_s, wall_s,
+              wall_s > 0 ? simulated_s / wall_s : 0.0);
 }
 
 std::optional<int64_t> parse_int(std::string_view s) {
@@ -279,6 +409,8 @@ int main(int argc, char** argv) {
     else if (arg == "--inflight") o.inflight = *v;
     else if (arg == "--election-timeout-ms") o.election_timeout_ms = *v;
     else if (arg == "--sim-seeds") o.sim_seeds = *v;
+    else if (arg == "--topics") o.topics = *v;
+    else if (arg == "--topic-inflight") o.topic_inflight = *v;
     else {
       std::fprintf(stderr, "brook-kraft-bench: unknown option %s\n", argv[i]);
       return 2;

@@ -1,0 +1,481 @@
+// core/controller/quorum_controller_test.cc
+//
+// The QuorumController on a one-voter quorum in the simulator: requests are
+// made through its typed entry points and their effects read back from the
+// committed image.
+#include "core/controller/quorum_controller.h"
+#include "core/controller/acls.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+
+#include "io/scope.h"
+#include "sim/world.h"
+
+namespace brook::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint16_t kPort = 9093;
+const char* const kClusterId = "MkU3OEVBNTcwNTJENDM2Qk";
+
+struct Harness;
+io::Task<void> node_main(io::Context* ctx, Harness* h);
+
+struct Harness {
+  explicit Harness(uint64_t seed = 1) : world(seed) {
+    sim::Node& node = world.add_node();
+    address = node.address(kPort);
+    node.start([this](io::Context& ctx) { return node_main(&ctx, this); });
+    const bool ready = world.run_until(
+        [&] {
+          return controller != nullptr && controller->active() &&
+                 controller->image().features().metadata_version == kMetadataVersionLatest;
+        },
+        30s);
+    EXPECT_TRUE(ready);
+  }
+
+  template <typename T>
+  T call(io::Task<T> task) {
+    std::optional<T> out;
+    world.node(0).spawn(capture(std::move(task), &out));
+    EXPECT_TRUE(world.run_until([&] { return out.has_value(); }, 60s));
+    // The answer comes once the write commits; the controller's own
+    // listener sees it a moment later.
+    EXPECT_TRUE(world.run_until([&] { return controller->committed_end() >= raft->high_watermark(); }, 60s));
+    return std::move(*out);
+  }
+
+  template <typename T>
+  static io::Task<void> capture(io::Task<T> task, std::optional<T>* out) {
+    *out = co_await std::move(task);
+  }
+
+  const metadata::MetadataImage& image() const { return controller->image(); }
+
+  ControllerConfig config() const {
+    ControllerConfig c;
+    c.node_id = 1;
+    c.cluster_id = kClusterId;
+    c.broker_session_timeout = 2s;
+    return c;
+  }
+
+  // Registers broker `id` and heartbeats until it is unfenced.
+  int64_t add_broker(int32_t id, std::optional<std::string> rack = std::nullopt) {
+    net::BrokerRegistrationRequest r;
+    r.broker_id = id;
+    r.cluster_id = kClusterId;
+    r.incarnation_id.bytes[0] = static_cast<uint8_t>(id);
+    r.incarnation_id.bytes[15] = 1;
+    r.rack = std::move(rack);
+    net::BrokerRegistrationRequest::Feature mv;
+    mv.name = "metadata.version";
+    mv.min_supported_version = kMetadataVersionMin;
+    mv.max_supported_version = kMetadataVersionLatest;
+    r.features.push_back(mv);
+    net::BrokerRegistrationResponse registered = call(controller->register_broker(r));
+    EXPECT_EQ(registered.error_code, 0);
+    net::BrokerHeartbeatResponse hb = heartbeat(id, registered.broker_epoch);
+    EXPECT_EQ(hb.error_code, 0);
+    EXPECT_FALSE(hb.is_fenced);
+    return registered.broker_epoch;
+  }
+
+  net::BrokerHeartbeatResponse heartbeat(int32_t id, int64_t epoch, bool want_shut_down = false) {
+    net::BrokerHeartbeatRequest h;
+    h.broker_id = id;
+    h.broker_epoch = epoch;
+    h.current_metadata_offset = controller->committed_end();
+    h.want_shut_down = want_shut_down;
+    return call(controller->heartbeat(h));
+  }
+
+  net::CreateTopicsResponse::CreatableTopicResult create(const std::string& name, int32_t partitions,
+                                                         int16_t rf) {
+    net::CreateTopicsRequest r;
+    net::CreateTopicsRequest::CreatableTopic t;
+    t.name = name;
+    t.num_partitions = partitions;
+    t.replication_factor = rf;
+    r.topics.push_back(t);
+    net::CreateTopicsResponse resp = call(controller->create_topics(r, 7));
+    EXPECT_EQ(resp.topics.size(), 1u);
+    return resp.topics.at(0);
+  }
+
+  sim::World world;
+  io::Address address;
+  raft::RaftNode* raft = nullptr;
+  QuorumController* controller = nullptr;
+};
+
+io::Task<void> node_main(io::Context* ctx, Harness* h) {
+  raft::RaftConfig rc;
+  rc.node_id = 1;
+  rc.voters.emplace(1, h->address);
+  rc.cluster_id = kClusterId;
+  absl::StatusOr<std::unique_ptr<raft::RaftNode>> opened = co_await raft::RaftNode::open(*ctx, rc);
+  BROOK_ASSERT(opened.ok());
+  std::unique_ptr<raft::RaftNode> node = std::move(*opened);
+  absl::StatusOr<std::unique_ptr<io::Listener>> listener = co_await ctx->network().listen(h->address);
+  BROOK_ASSERT(listener.ok());
+  QuorumController controller(*ctx, *node, h->config());
+  node->set_listener(&controller);
+  h->raft = node.get();
+  h->controller = &controller;
+  io::TaskScope tasks(ctx->executor());
+  tasks.spawn(controller.run());
+  QuorumController* c = &controller;
+  (void)co_await node->run(**listener, [c](net::RequestFrame f) { return c->handle_request(std::move(f)); });
+  h->controller = nullptr;
+  h->raft = nullptr;
+}
+
+TEST(QuorumController, BootstrapsMetadataVersion) {
+  Harness h;
+  EXPECT_EQ(h.image().features().metadata_version, kMetadataVersionLatest);
+}
+
+TEST(QuorumController, RegistersAndUnfencesBrokers) {
+  Harness h;
+  const int64_t epoch = h.add_broker(1, "rack-a");
+  const metadata::BrokerRegistration* b = h.image().cluster().broker(1);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->epoch, epoch);
+  EXPECT_FALSE(b->fenced);
+  EXPECT_EQ(b->rack, "rack-a");
+  // The broker epoch is the offset of the registration record.
+  EXPECT_GT(epoch, 0);
+  // Another incarnation while the session lives is refused.
+  net::BrokerRegistrationRequest other;
+  other.broker_id = 1;
+  other.cluster_id = kClusterId;
+  other.incarnation_id.bytes[3] = 9;
+  net::BrokerRegistrationRequest::Feature mv;
+  mv.name = "metadata.version";
+  mv.min_supported_version = kMetadataVersionMin;
+  mv.max_supported_version = kMetadataVersionLatest;
+  other.features.push_back(mv);
+  EXPECT_EQ(h.call(h.controller->register_broker(other)).error_code,
+            net::code(net::Error::kDuplicateBrokerRegistration));
+  other.cluster_id = "another-cluster";
+  EXPECT_EQ(h.call(h.controller->register_broker(other)).error_code,
+            net::code(net::Error::kInconsistentClusterId));
+  // A stale epoch is refused.
+  EXPECT_EQ(h.heartbeat(1, epoch - 1).error_code, net::code(net::Error::kStaleBrokerEpoch));
+}
+
+TEST(QuorumController, CreatesTopicsAcrossRacks) {
+  Harness h;
+  h.add_broker(1, "a");
+  h.add_broker(2, "a");
+  h.add_broker(3, "b");
+  h.add_broker(4, "b");
+  auto created = h.create("orders", 8, 2);
+  ASSERT_EQ(created.error_code, 0) << created.error_message.value_or("");
+  EXPECT_EQ(created.num_partitions, 8);
+  EXPECT_EQ(created.replication_factor, 2);
+  const metadata::TopicImage* topic = h.image().topics().topic("orders");
+  ASSERT_NE(topic, nullptr);
+  EXPECT_EQ(topic->id, created.topic_id);
+  ASSERT_EQ(topic->partitions.size(), 8u);
+  std::map<std::string, int> rack_leaders;
+  for (const auto& [id, p] : topic->partitions) {
+    ASSERT_EQ(p.replicas.size(), 2u);
+    const auto rack = [&](int32_t b) { return *h.image().cluster().broker(b)->rack; };
+    EXPECT_NE(rack(p.replicas[0]), rack(p.replicas[1])) << "partition " << id;
+    EXPECT_EQ(p.isr, p.replicas);
+    EXPECT_EQ(p.leader, p.replicas[0]);
+    ++rack_leaders[rack(p.leader)];
+  }
+  // Leaders spread evenly over the racks.
+  EXPECT_EQ(rack_leaders["a"], 4);
+  EXPECT_EQ(rack_leaders["b"], 4);
+
+  EXPECT_EQ(h.create("orders", 1, 1).error_code, net::code(net::Error::kTopicAlreadyExists));
+  EXPECT_EQ(h.create("bad name", 1, 1).error_code, net::code(net::Error::kInvalidTopicException));
+  EXPECT_EQ(h.create("my.topic", 1, 1).error_code, 0);
+  EXPECT_EQ(h.create("my_topic", 1, 1).error_code, net::code(net::Error::kInvalidTopicException));
+  EXPECT_EQ(h.create("wide", 1, 5).error_code, net::code(net::Error::kInvalidReplicationFactor));
+  EXPECT_EQ(h.create("none", 0, 1).error_code, net::code(net::Error::kInvalidPartitions));
+  EXPECT_EQ(h.create("defaults", -1, -1).error_code, 0);
+  EXPECT_EQ(h.image().topics().topic("defaults")->partitions.size(), 1u);
+}
+
+TEST(QuorumController, ExpiredSessionFencesAndMovesLeaders) {
+  Harness h;
+  const int64_t e1 = h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
+  // Broker 2 keeps heartbeating; broker 1 stops.
+  for (int i = 0; i < 10; ++i) {
+    h.world.run_for(500ms);
+    EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  }
+  EXPECT_TRUE(h.image().cluster().broker(1)->fenced);
+  EXPECT_FALSE(h.image().cluster().broker(2)->fenced);
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    EXPECT_EQ(p.leader, 2) << id;
+    EXPECT_EQ(p.isr, std::vector<int32_t>{2}) << id;
+  }
+  // Broker 2 goes too: the ISR keeps its last member, without a leader.
+  h.world.run_for(5s);
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    EXPECT_EQ(p.leader, -1) << id;
+    EXPECT_EQ(p.isr, std::vector<int32_t>{2}) << id;
+  }
+  // Broker 1 is back but out of the ISR: still no leader (no unclean
+  // election); broker 2 back leads again.
+  EXPECT_FALSE(h.heartbeat(1, e1).is_fenced);
+  EXPECT_EQ(h.image().topics().topic("t")->partitions.at(0).leader, -1);
+  EXPECT_FALSE(h.heartbeat(2, e2).is_fenced);
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, 2) << id;
+}
+
+TEST(QuorumController, ControlledShutdownMovesLeadershipFirst) {
+  Harness h;
+  const int64_t e1 = h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
+  net::BrokerHeartbeatResponse r = h.heartbeat(1, e1, true);
+  EXPECT_EQ(r.error_code, 0);
+  EXPECT_FALSE(r.should_shut_down);
+  EXPECT_TRUE(h.image().cluster().broker(1)->in_controlled_shutdown);
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    EXPECT_EQ(p.leader, 2) << id;
+    EXPECT_EQ(p.isr, std::vector<int32_t>{2}) << id;
+  }
+  r = h.heartbeat(1, e1, true);
+  EXPECT_TRUE(r.should_shut_down);
+  EXPECT_TRUE(r.is_fenced);
+  EXPECT_TRUE(h.image().cluster().broker(1)->fenced);
+  EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+}
+
+TEST(QuorumController, AlterPartitionChecksEpochs) {
+  Harness h;
+  h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 1, 2).error_code, 0);
+  const metadata::TopicImage& topic = *h.image().topics().topic("t");
+  const metadata::PartitionRegistration p = topic.partitions.at(0);
+  const int32_t leader = p.leader;
+  const int64_t leader_epoch_b = h.image().cluster().broker(leader)->epoch;
+  const int32_t follower = leader == 1 ? 2 : 1;
+  auto alter = [&](int32_t broker, int64_t broker_epoch, std::vector<int32_t> isr, int32_t partition_epoch) {
+    net::AlterPartitionRequest r;
+    r.broker_id = broker;
+    r.broker_epoch = broker_epoch;
+    net::AlterPartitionRequest::TopicData t;
+    t.topic_id = topic.id;
+    net::AlterPartitionRequest::PartitionData d;
+    d.partition_index = 0;
+    d.leader_epoch = p.leader_epoch;
+    d.partition_epoch = partition_epoch;
+    for (int32_t b : isr) {
+      net::AlterPartitionRequest::BrokerState s;
+      s.broker_id = b;
+      s.broker_epoch = -1;
+      d.new_isr_with_epochs.push_back(s);
+    }
+    t.partitions.push_back(d);
+    r.topics.push_back(t);
+    return h.call(h.controller->alter_partition(r, 3));
+  };
+  net::AlterPartitionResponse shrunk = alter(leader, leader_epoch_b, {leader}, p.partition_epoch);
+  ASSERT_EQ(shrunk.error_code, 0);
+  ASSERT_EQ(shrunk.topics.at(0).partitions.at(0).error_code, 0);
+  EXPECT_EQ(shrunk.topics[0].partitions[0].isr, std::vector<int32_t>{leader});
+  EXPECT_EQ(shrunk.topics[0].partitions[0].partition_epoch, p.partition_epoch + 1);
+  EXPECT_EQ(shrunk.topics[0].partitions[0].leader_epoch, p.leader_epoch);
+  EXPECT_EQ(h.image().topics().topic("t")->partitions.at(0).isr, std::vector<int32_t>{leader});
+  // The old partition epoch is stale now.
+  EXPECT_EQ(alter(leader, leader_epoch_b, {leader, follower}, p.partition_epoch).topics[0].partitions[0].error_code,
+            net::code(net::Error::kInvalidUpdateVersion));
+  // Only the leader may alter, with its current broker epoch.
+  EXPECT_EQ(alter(follower, follower == 2 ? e2 : h.image().cluster().broker(1)->epoch, {leader, follower},
+                  p.partition_epoch + 1).topics[0].partitions[0].error_code,
+            net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(alter(leader, leader_epoch_b + 1000, {leader}, p.partition_epoch + 1).error_code,
+            net::code(net::Error::kStaleBrokerEpoch));
+  // A new ISR must hold the leader, and replicas only.
+  EXPECT_EQ(alter(leader, leader_epoch_b, {follower}, p.partition_epoch + 1).topics[0].partitions[0].error_code,
+            net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(alter(leader, leader_epoch_b, {leader, 7}, p.partition_epoch + 1).topics[0].partitions[0].error_code,
+            net::code(net::Error::kInvalidRequest));
+  // Expanding back works.
+  net::AlterPartitionResponse grown = alter(leader, leader_epoch_b, {leader, follower}, p.partition_epoch + 1);
+  EXPECT_EQ(grown.topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.image().topics().topic("t")->partitions.at(0).isr.size(), 2u);
+}
+
+TEST(QuorumController, ProducerIdBlocksDoNotOverlap) {
+  Harness h;
+  const int64_t e1 = h.add_broker(1);
+  int64_t next = 0;
+  for (int i = 0; i < 3; ++i) {
+    net::AllocateProducerIdsRequest r;
+    r.broker_id = 1;
+    r.broker_epoch = e1;
+    net::AllocateProducerIdsResponse resp = h.call(h.controller->allocate_producer_ids(r));
+    ASSERT_EQ(resp.error_code, 0);
+    EXPECT_EQ(resp.producer_id_start, next);
+    EXPECT_EQ(resp.producer_id_len, kProducerIdBlockSize);
+    next += kProducerIdBlockSize;
+  }
+  net::AllocateProducerIdsRequest stale;
+  stale.broker_id = 1;
+  stale.broker_epoch = e1 + 1;
+  EXPECT_EQ(h.call(h.controller->allocate_producer_ids(stale)).error_code,
+            net::code(net::Error::kStaleBrokerEpoch));
+}
+
+TEST(QuorumController, DeletesTopicsAndAddsPartitions) {
+  Harness h;
+  h.add_broker(1);
+  h.add_broker(2);
+  ASSERT_EQ(h.create("a", 2, 2).error_code, 0);
+  net::CreatePartitionsRequest cp;
+  net::CreatePartitionsRequest::CreatePartitionsTopic t;
+  t.name = "a";
+  t.count = 5;
+  t.assignments = std::nullopt;
+  cp.topics.push_back(t);
+  net::CreatePartitionsResponse grown = h.call(h.controller->create_partitions(cp));
+  ASSERT_EQ(grown.results.at(0).error_code, 0);
+  EXPECT_EQ(h.image().topics().topic("a")->partitions.size(), 5u);
+  EXPECT_EQ(h.image().topics().topic("a")->partitions.at(4).replicas.size(), 2u);
+  cp.topics[0].count = 3;
+  EXPECT_EQ(h.call(h.controller->create_partitions(cp)).results.at(0).error_code,
+            net::code(net::Error::kInvalidPartitions));
+  net::DeleteTopicsRequest del;
+  del.topic_names = {"a", "missing"};
+  net::DeleteTopicsResponse deleted = h.call(h.controller->delete_topics(del, 5));
+  ASSERT_EQ(deleted.responses.size(), 2u);
+  EXPECT_EQ(deleted.responses[0].error_code, 0);
+  EXPECT_EQ(deleted.responses[1].error_code, net::code(net::Error::kUnknownTopicOrPartition));
+  EXPECT_EQ(h.image().topics().topic("a"), nullptr);
+  // The name may be used again.
+  EXPECT_EQ(h.create("a", 1, 1).error_code, 0);
+}
+
+TEST(QuorumController, AltersConfigs) {
+  Harness h;
+  h.add_broker(1);
+  ASSERT_EQ(h.create("t", 1, 1).error_code, 0);
+  net::IncrementalAlterConfigsRequest r;
+  net::IncrementalAlterConfigsRequest::AlterConfigsResource res;
+  res.resource_type = metadata::kConfigResourceTopic;
+  res.resource_name = "t";
+  net::IncrementalAlterConfigsRequest::AlterableConfig c;
+  c.name = "retention.ms";
+  c.config_operation = 0;
+  c.value = "1000";
+  res.configs.push_back(c);
+  r.resources.push_back(res);
+  EXPECT_EQ(h.call(h.controller->incremental_alter_configs(r)).responses.at(0).error_code, 0);
+  const metadata::ConfigMap* m =
+      h.image().configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, "t"});
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->at("retention.ms"), "1000");
+  // A value of the wrong type, and an unknown topic.
+  r.resources[0].configs[0].value = "soon";
+  EXPECT_EQ(h.call(h.controller->incremental_alter_configs(r)).responses.at(0).error_code,
+            net::code(net::Error::kInvalidConfig));
+  r.resources[0].resource_name = "missing";
+  EXPECT_EQ(h.call(h.controller->incremental_alter_configs(r)).responses.at(0).error_code,
+            net::code(net::Error::kUnknownTopicOrPartition));
+  // Delete.
+  r.resources[0].resource_name = "t";
+  r.resources[0].configs[0].config_operation = 1;
+  EXPECT_EQ(h.call(h.controller->incremental_alter_configs(r)).responses.at(0).error_code, 0);
+  EXPECT_EQ(h.image().configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, "t"}), nullptr);
+}
+
+net::CreateAclsRequest::AclCreation acl(int8_t type, std::string name, int8_t pattern, std::string principal) {
+  net::CreateAclsRequest::AclCreation c;
+  c.resource_type = type;
+  c.resource_name = std::move(name);
+  c.resource_pattern_type = pattern;
+  c.principal = std::move(principal);
+  c.host = "*";
+  c.operation = 3;        // READ
+  c.permission_type = 3;  // ALLOW
+  return c;
+}
+
+TEST(QuorumController, CreatesAndDeletesAcls) {
+  Harness h;
+  net::CreateAclsRequest create;
+  create.creations.push_back(acl(2, "orders", kPatternLiteral, "User:alice"));
+  create.creations.push_back(acl(2, "pay", kPatternPrefixed, "User:bob"));
+  create.creations.push_back(acl(2, "orders", kAclAny, "User:alice"));        // no concrete pattern
+  create.creations.push_back(acl(2, "orders", kPatternLiteral, "alice"));     // no principal type
+  create.creations.push_back(acl(2, "orders", kPatternLiteral, "User:alice"));  // a repeat
+  net::CreateAclsResponse created = h.call(h.controller->create_acls(create));
+  ASSERT_EQ(created.results.size(), 5u);
+  EXPECT_EQ(created.results[0].error_code, 0);
+  EXPECT_EQ(created.results[1].error_code, 0);
+  EXPECT_EQ(created.results[2].error_code, net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(created.results[3].error_code, net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(created.results[4].error_code, 0);
+  EXPECT_EQ(h.image().acls().acls.size(), 2u);
+
+  // MATCH finds the prefixed ACL whose prefix starts the name.
+  net::DeleteAclsRequest del;
+  net::DeleteAclsRequest::DeleteAclsFilter f;
+  f.resource_type_filter = kAclAny;
+  f.resource_name_filter = "payments";
+  f.pattern_type_filter = kPatternMatch;
+  f.principal_filter = std::nullopt;
+  f.host_filter = std::nullopt;
+  f.operation = kAclAny;
+  f.permission_type = kAclAny;
+  del.filters.push_back(f);
+  net::DeleteAclsResponse deleted = h.call(h.controller->delete_acls(del));
+  ASSERT_EQ(deleted.filter_results.size(), 1u);
+  EXPECT_EQ(deleted.filter_results[0].error_code, 0);
+  ASSERT_EQ(deleted.filter_results[0].matching_acls.size(), 1u);
+  EXPECT_EQ(deleted.filter_results[0].matching_acls[0].principal, "User:bob");
+  ASSERT_EQ(h.image().acls().acls.size(), 1u);
+  EXPECT_EQ(h.image().acls().acls.begin()->second.principal, "User:alice");
+}
+
+TEST(QuorumController, AltersClientQuotas) {
+  Harness h;
+  auto alter = [&](std::optional<std::string> user, std::string key, double value, bool remove) {
+    net::AlterClientQuotasRequest r;
+    net::AlterClientQuotasRequest::EntryData e;
+    net::AlterClientQuotasRequest::EntityData entity;
+    entity.entity_type = "user";
+    entity.entity_name = std::move(user);
+    e.entity.push_back(entity);
+    net::AlterClientQuotasRequest::OpData op;
+    op.key = std::move(key);
+    op.value = value;
+    op.remove = remove;
+    e.ops.push_back(op);
+    r.entries.push_back(e);
+    net::AlterClientQuotasResponse resp = h.call(h.controller->alter_client_quotas(r));
+    EXPECT_EQ(resp.entries.size(), 1u);
+    return resp.entries.at(0).error_code;
+  };
+  EXPECT_EQ(alter("alice", "producer_byte_rate", 1048576, false), 0);
+  EXPECT_EQ(alter(std::nullopt, "request_percentage", 12.5, false), 0);
+  const metadata::ClientQuotaEntity alice{{"user", "alice"}};
+  ASSERT_TRUE(h.image().client_quotas().entities.contains(alice));
+  EXPECT_EQ(h.image().client_quotas().entities.at(alice).at("producer_byte_rate"), 1048576);
+  EXPECT_EQ(h.image().client_quotas().entities.size(), 2u);
+  EXPECT_EQ(alter("alice", "producer_byte_rate", 1.5, false), net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(alter("alice", "connection_creation_rate", 10, false), net::code(net::Error::kInvalidRequest));
+  EXPECT_EQ(alter("alice", "producer_byte_rate", 0, true), 0);
+  EXPECT_FALSE(h.image().client_quotas().entities.contains(alice));
+}
+
+}  // namespace
+}  // namespace brook::controller
