@@ -856,12 +856,29 @@ io::Task<absl::StatusOr<AppendedBatch>> RaftNode::append(std::vector<io::Buffer>
     update_high_watermark();
     co_return result;
   }
+  if (scope_ != nullptr) {
+    // The flush goes on without the caller, who waits for the commit: the
+    // high watermark counts only what this replica has flushed, and
+    // appends made back to back share their flushes.
+    scope_->spawn(flush_appended(generation, result.last_offset + 1));
+    co_return result;
+  }
   lock.release();
   absl::Status flushed = co_await log_->flush(result.last_offset + 1);
   if (!flushed.ok()) co_return fail(std::move(flushed));
   lock = co_await mu_.lock();
   if (generation_ == generation) update_high_watermark();
   co_return result;
+}
+
+io::Task<void> RaftNode::flush_appended(uint64_t generation, int64_t end) {
+  absl::Status flushed = co_await log_->flush(end);
+  if (!flushed.ok()) {
+    (void)fail(std::move(flushed));
+    co_return;
+  }
+  auto lock = co_await mu_.lock();
+  if (generation_ == generation) update_high_watermark();
 }
 
 io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, io::Instant deadline) {

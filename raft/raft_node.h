@@ -169,7 +169,8 @@ class RaftNode {
   io::Task<absl::StatusOr<io::BufferChain>> handle_request(net::RequestFrame frame);
 
   // Leader only: appends one batch holding `values` (record values, null
-  // keys) at the current epoch. NOT_LEADER_OR_FOLLOWER (as
+  // keys) at the current epoch. It returns once the batch is in the log,
+  // flushed or not (wait_committed says when it is durable). NOT_LEADER_OR_FOLLOWER (as
   // FailedPrecondition) on other replicas. With `expected_base_offset`, the
   // batch is appended only if it would start there (FailedPrecondition
   // otherwise): a writer whose records name their own offset (a broker
@@ -237,6 +238,9 @@ class RaftNode {
   io::Task<void> send_end_epoch(int32_t epoch, int32_t voter, std::vector<int32_t> successors);
   io::Task<void> append_leader_change(uint64_t generation);
   io::Task<absl::Status> fetch_once(uint64_t generation, int32_t leader);
+  // Leader: flushes an appended batch, then counts it for the high
+  // watermark.
+  io::Task<void> flush_appended(uint64_t generation, int64_t end);
 
   // Request handlers.
   io::Task<absl::StatusOr<io::BufferChain>> on_vote(const net::RequestFrame& frame);

@@ -599,7 +599,7 @@ io::Task<net::CreateTopicsResponse> QuorumController::create_topics(net::CreateT
   auto lock = co_await queue_.lock();
   const bool active_now = check_active();
   Records records;
-  metadata::MetadataDelta pending(latest_);  // topics created earlier in this request
+  std::set<std::string, std::less<>> creating;  // names created earlier in this request
   std::vector<placement::UsableBroker> brokers;
   for (const auto& [id, b] : latest_.cluster().brokers) {
     brokers.push_back(placement::UsableBroker{
@@ -623,9 +623,9 @@ io::Task<net::CreateTopicsResponse> QuorumController::create_topics(net::CreateT
       fail(net::Error::kInvalidRequest, "Duplicate topic name.");
     } else if (absl::Status valid = validate_topic_name(t.name); !valid.ok()) {
       fail(net::Error::kInvalidTopicException, std::string(valid.message()));
-    } else if (pending.build().topics().topic(t.name) != nullptr) {
+    } else if (latest_.topics().topic(t.name) != nullptr || creating.contains(t.name)) {
       fail(net::Error::kTopicAlreadyExists, fmt::format("Topic '{}' already exists.", t.name));
-    } else if (std::optional<std::string> collision = colliding_topic(t.name, pending.build().topics())) {
+    } else if (std::optional<std::string> collision = colliding_topic(t.name, latest_.topics(), creating)) {
       fail(net::Error::kInvalidTopicException,
            fmt::format("Topic '{}' collides with existing topic: {}", t.name, *collision));
     } else {
@@ -776,10 +776,7 @@ io::Task<net::CreateTopicsResponse> QuorumController::create_topics(net::CreateT
             }
             result.configs = std::move(shown);
           }
-          for (const MetadataRecord& r : topic_records) {
-            absl::Status applied = pending.apply(r);
-            BROOK_ASSERT_MSG(applied.ok(), "controller: {}", applied.ToString());
-          }
+          creating.insert(t.name);
           records.insert(records.end(), topic_records.begin(), topic_records.end());
           written.push_back(response.topics.size());
         }

@@ -204,6 +204,19 @@ TEST(QuorumController, CreatesTopicsAcrossRacks) {
   EXPECT_EQ(h.create("wide", 1, 5).error_code, net::code(net::Error::kInvalidReplicationFactor));
   EXPECT_EQ(h.create("none", 0, 1).error_code, net::code(net::Error::kInvalidPartitions));
   EXPECT_EQ(h.create("defaults", -1, -1).error_code, 0);
+  // Within one request too.
+  net::CreateTopicsRequest both;
+  for (const char* name : {"a.b", "a_b"}) {
+    net::CreateTopicsRequest::CreatableTopic t;
+    t.name = name;
+    t.num_partitions = 1;
+    t.replication_factor = 1;
+    both.topics.push_back(t);
+  }
+  net::CreateTopicsResponse r = h.call(h.controller->create_topics(both, 7));
+  ASSERT_EQ(r.topics.size(), 2u);
+  EXPECT_EQ(r.topics[0].error_code, 0);
+  EXPECT_EQ(r.topics[1].error_code, net::code(net::Error::kInvalidTopicException));
   EXPECT_EQ(h.image().topics().topic("defaults")->partitions.size(), 1u);
 }
 

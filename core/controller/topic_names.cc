@@ -16,10 +16,15 @@ bool legal_char(char c) {
          c == '_' || c == '-';
 }
 
-std::string unify(std::string_view name) {
-  std::string out(name);
-  std::replace(out.begin(), out.end(), '.', '_');
-  return out;
+// Whether a and b differ only where one has '.' and the other '_'.
+bool collide(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || a == b) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i] == '.' ? '_' : a[i];
+    const char y = b[i] == '.' ? '_' : b[i];
+    if (x != y) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -43,13 +48,14 @@ absl::Status validate_topic_name(std::string_view name) {
   return absl::OkStatus();
 }
 
-std::optional<std::string> colliding_topic(std::string_view name, const metadata::TopicsImage& topics) {
+std::optional<std::string> colliding_topic(std::string_view name, const metadata::TopicsImage& topics,
+                                           const std::set<std::string, std::less<>>& more) {
   if (name.find_first_of("._") == std::string_view::npos) return std::nullopt;
-  const std::string unified = unify(name);
   for (const auto& [existing, id] : topics.by_name) {
-    if (existing != name && existing.size() == name.size() && unify(existing) == unified) {
-      return existing;
-    }
+    if (collide(existing, name)) return existing;
+  }
+  for (const std::string& existing : more) {
+    if (collide(existing, name)) return existing;
   }
   return std::nullopt;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,9 @@ namespace brook::controller {
 // InvalidArgument with Kafka's message when `name` is not a legal topic name.
 absl::Status validate_topic_name(std::string_view name);
 
-// The existing topic `name` collides with, if any (itself excluded).
-std::optional<std::string> colliding_topic(std::string_view name, const metadata::TopicsImage& topics);
+// The topic `name` collides with, among `topics` and `more` (names about
+// to be created), if any; the name itself does not count.
+std::optional<std::string> colliding_topic(std::string_view name, const metadata::TopicsImage& topics,
+                                           const std::set<std::string, std::less<>>& more = {});
 
 }  // namespace brook::controller
