@@ -228,11 +228,14 @@ uint64_t image_hash(const metadata::MetadataImage& image) {
 // at a batch boundary of the committed log.
 void check_controller_invariants(KraftOracle& o, int index, int64_t end, const metadata::MetadataImage& image) {
   const metadata::ClusterImage& cluster = image.cluster();
-  for (const auto& [topic_id, topic] : image.topics().by_id) {
-    for (const auto& [id, p] : topic->partitions) {
+  for (const auto& topic_entry : image.topics().by_id) {
+    const metadata::TopicImage& topic = *topic_entry.second;
+    for (const auto& partition_entry : topic.partitions) {
+      const int32_t id = partition_entry.first;
+      const metadata::PartitionRegistration& p = partition_entry.second;
       auto bad = [&](std::string_view what) {
         o.violation(fmt::format("partition invariant: node {} at offset {}: {}-{} {} (replicas [{}] isr [{}] leader {})",
-                                index + 1, end, topic->name, id, what, fmt::join(p.replicas, ","),
+                                index + 1, end, topic.name, id, what, fmt::join(p.replicas, ","),
                                 fmt::join(p.isr, ","), p.leader));
       };
       std::set<int32_t> replicas(p.replicas.begin(), p.replicas.end());
@@ -770,7 +773,25 @@ io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checke
         t.configs.push_back(config);
       }
       r.topics.push_back(t);
-      std::optional<net::CreateTopicsResponse> resp = co_await channel.call_items<net::CreateTopicsResponse>(r, 7);
+      std::optional<net::CreateTopicsResponse> resp;
+      if (ctx->random().bernoulli(0.3)) {
+        // As a broker forwards it.
+        absl::StatusOr<io::BufferChain> inner = net::encode_request(r, 7, 1, std::string("admin"));
+        BROOK_ASSERT(inner.ok());
+        net::EnvelopeRequest envelope;
+        envelope.request_data = inner->linearize().slice(4);
+        envelope.request_principal = io::Buffer::copy_of("User:admin");
+        envelope.client_host_address = io::Buffer::copy_of(std::string("\x0a\x00\x00\x09", 4));
+        std::optional<net::EnvelopeResponse> answered =
+            co_await channel.call_items<net::EnvelopeResponse>(envelope, 0);
+        if (answered.has_value() && answered->error_code == 0 && answered->response_data.has_value()) {
+          absl::StatusOr<net::CreateTopicsResponse> decoded =
+              net::decode_response<net::CreateTopicsResponse>(*answered->response_data, 7);
+          if (decoded.ok()) resp = std::move(*decoded);
+        }
+      } else {
+        resp = co_await channel.call_items<net::CreateTopicsResponse>(r, 7);
+      }
       ok = resp.has_value() && resp->topics.size() == 1 && resp->topics[0].error_code == 0;
     } else {
       auto it = topics.begin();

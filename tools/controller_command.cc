@@ -4,8 +4,9 @@
 // QuorumController of core/controller) on real I/O, serving the Raft RPCs,
 // DescribeQuorum and the controller APIs (broker registration and
 // heartbeats, CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
-// AllocateProducerIds, IncrementalAlterConfigs, AlterConfigs, ApiVersions)
-// on its listener.
+// AllocateProducerIds, IncrementalAlterConfigs, AlterConfigs, CreateAcls,
+// DeleteAcls, AlterClientQuotas, UpdateFeatures, Envelope, ApiVersions) on
+// its listener.
 //
 //   brook controller --node-id N --controller-quorum-voters 1@host:port,2@host:port,...
 //                    --data-dir DIR [--listen host:port] [--cluster-id ID]

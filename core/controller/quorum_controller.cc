@@ -96,7 +96,9 @@ std::vector<ServedApi> served_apis() {
           served<net::AllocateProducerIdsRequest>(),
           served<net::CreateAclsRequest>(),
           served<net::DeleteAclsRequest>(),
-          served<net::AlterClientQuotasRequest>()};
+          served<net::AlterClientQuotasRequest>(),
+          served<net::UpdateFeaturesRequest>(),
+          served<net::EnvelopeRequest>()};
 }
 
 }  // namespace
@@ -1552,6 +1554,128 @@ io::Task<net::AlterClientQuotasResponse> QuorumController::alter_client_quotas(
   co_return response;
 }
 
+// --- features and forwarding --------------------------------------------------
+
+io::Task<net::UpdateFeaturesResponse> QuorumController::update_features(net::UpdateFeaturesRequest request,
+                                                                        int16_t version) {
+  // Downgrades of metadata.version are refused whatever the request's
+  // upgrade type (v1) or allow_downgrade flag (v0) says, as in Kafka.
+  (void)version;
+  net::UpdateFeaturesResponse response;
+  response.error_message = std::nullopt;
+  auto lock = co_await queue_.lock();
+  if (!check_active()) {
+    response.error_code = err(net::Error::kNotController);
+    response.error_message = std::string(kNotControllerMessage);
+    co_return response;
+  }
+  Records records;
+  std::vector<size_t> written;
+  std::set<std::string> seen;
+  for (const auto& u : request.feature_updates) {
+    net::UpdateFeaturesResponse::UpdatableFeatureResult result;
+    result.feature = u.feature;
+    result.error_message = std::nullopt;
+    auto fail = [&](net::Error e, std::string message) {
+      result.error_code = err(e);
+      result.error_message = std::move(message);
+    };
+    const int16_t current = latest_.features().metadata_version;
+    if (!seen.insert(u.feature).second) {
+      fail(net::Error::kInvalidRequest, fmt::format("Feature {} was specified more than once.", u.feature));
+    } else if (u.feature != metadata::kMetadataVersionFeature) {
+      fail(net::Error::kInvalidUpdateVersion,
+           fmt::format("Invalid update version {} for feature {}. The controller does not support "
+                       "the given feature.", u.max_version_level, u.feature));
+    } else if (u.max_version_level == current) {
+      // Nothing to change.
+    } else if (u.max_version_level < current) {
+      fail(net::Error::kInvalidUpdateVersion,
+           fmt::format("Invalid metadata.version {}. Refusing to perform the requested downgrade "
+                       "because it might delete metadata information.", u.max_version_level));
+    } else if (u.max_version_level < kMetadataVersionMin || u.max_version_level > kMetadataVersionLatest) {
+      fail(net::Error::kInvalidUpdateVersion,
+           fmt::format("Invalid update version {} for feature metadata.version. Local controller {} only "
+                       "supports versions {}-{}", u.max_version_level, config_.node_id, kMetadataVersionMin,
+                       kMetadataVersionLatest));
+    } else {
+      // Every registered broker must support the new level.
+      for (const auto& [id, broker] : latest_.cluster().brokers) {
+        auto f = broker.supported_features.find(metadata::kMetadataVersionFeature);
+        if (f == broker.supported_features.end() || u.max_version_level < f->second.min ||
+            u.max_version_level > f->second.max) {
+          fail(net::Error::kInvalidUpdateVersion,
+               fmt::format("Invalid update version {} for feature metadata.version. Broker {} does not "
+                           "support this feature.", u.max_version_level, id));
+          break;
+        }
+      }
+      if (result.error_code == 0 && !request.validate_only) {
+        net::FeatureLevelRecord record;
+        record.name = u.feature;
+        record.feature_level = u.max_version_level;
+        records.emplace_back(std::move(record));
+        written.push_back(response.results.size());
+      }
+    }
+    response.results.push_back(std::move(result));
+  }
+  if (records.empty()) co_return response;
+  if (!(co_await write(std::move(records), std::move(lock))).ok()) {
+    for (size_t i : written) refuse(response.results[i]);
+  }
+  co_return response;
+}
+
+namespace {
+
+// The requests a broker may forward (Kafka's "forwardable" APIs that this
+// controller serves).
+bool forwardable(int16_t api_key) {
+  switch (api_key) {
+    case net::CreateTopicsRequest::kApiKey:
+    case net::DeleteTopicsRequest::kApiKey:
+    case net::CreatePartitionsRequest::kApiKey:
+    case net::AlterConfigsRequest::kApiKey:
+    case net::IncrementalAlterConfigsRequest::kApiKey:
+    case net::CreateAclsRequest::kApiKey:
+    case net::DeleteAclsRequest::kApiKey:
+    case net::AlterClientQuotasRequest::kApiKey:
+    case net::UpdateFeaturesRequest::kApiKey:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+io::Task<net::EnvelopeResponse> QuorumController::envelope(net::EnvelopeRequest request) {
+  net::EnvelopeResponse response;
+  if (!request.request_principal.has_value()) {
+    response.error_code = err(net::Error::kPrincipalDeserializationFailure);
+    co_return response;
+  }
+  if (request.client_host_address.size() != 4 && request.client_host_address.size() != 16) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return response;
+  }
+  absl::StatusOr<net::ParsedRequest> parsed = net::parse_request(request.request_data);
+  if (!parsed.ok() || parsed->problem != net::RequestProblem::kNone ||
+      !forwardable(parsed->frame.header.request_api_key)) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return response;
+  }
+  absl::StatusOr<io::BufferChain> answered = co_await handle_request(std::move(parsed->frame));
+  if (!answered.ok()) {
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return response;
+  }
+  // The inner response without its size prefix.
+  response.response_data = answered->linearize().slice(4, answered->size() - 4);
+  co_return response;
+}
+
 // --- dispatch -----------------------------------------------------------------
 
 bool QuorumController::serves(int16_t api_key) {
@@ -1639,6 +1763,14 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
     case net::AlterClientQuotasRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::AlterClientQuotasRequest>(frame));
       co_return net::encode_response(co_await alter_client_quotas(std::move(request)), frame.header);
+    }
+    case net::UpdateFeaturesRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::UpdateFeaturesRequest>(frame));
+      co_return net::encode_response(co_await update_features(std::move(request), version), frame.header);
+    }
+    case net::EnvelopeRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::EnvelopeRequest>(frame));
+      co_return net::encode_response(co_await envelope(std::move(request)), frame.header);
     }
     default:
       co_return absl::UnimplementedError(

@@ -51,8 +51,11 @@
 // Also: AllocateProducerIds (blocks of 1000), IncrementalAlterConfigs and
 // AlterConfigs (validated by core/configs), CreateAcls and DeleteAcls
 // (core/controller/acls.h), AlterClientQuotas
-// (core/controller/client_quotas.h), and periodic snapshots of the
-// committed image (metadata.log.max.record.bytes.between.snapshots).
+// (core/controller/client_quotas.h), UpdateFeatures (metadata.version
+// upgrades within what every registered broker supports), Envelope
+// (requests brokers forward: the forwardable APIs above), and periodic
+// snapshots of the committed image
+// (metadata.log.max.record.bytes.between.snapshots).
 #pragma once
 
 #include <cstdint>
@@ -94,9 +97,13 @@
 #include "net/kafka/messages/delete_acls_response.h"
 #include "net/kafka/messages/delete_topics_request.h"
 #include "net/kafka/messages/delete_topics_response.h"
+#include "net/kafka/messages/envelope_request.h"
+#include "net/kafka/messages/envelope_response.h"
 #include "net/kafka/messages/incremental_alter_configs_request.h"
 #include "net/kafka/messages/incremental_alter_configs_response.h"
 #include "net/kafka/messages/unregister_broker_request.h"
+#include "net/kafka/messages/update_features_request.h"
+#include "net/kafka/messages/update_features_response.h"
 #include "net/kafka/messages/unregister_broker_response.h"
 #include "raft/raft_node.h"
 
@@ -178,6 +185,10 @@ class QuorumController final : public raft::RaftListener {
   io::Task<net::CreateAclsResponse> create_acls(net::CreateAclsRequest request);
   io::Task<net::DeleteAclsResponse> delete_acls(net::DeleteAclsRequest request);
   io::Task<net::AlterClientQuotasResponse> alter_client_quotas(net::AlterClientQuotasRequest request);
+  io::Task<net::UpdateFeaturesResponse> update_features(net::UpdateFeaturesRequest request, int16_t version);
+  // A request a broker forwards on behalf of a client: the inner request
+  // (one of the forwardable controller APIs) is answered as if sent here.
+  io::Task<net::EnvelopeResponse> envelope(net::EnvelopeRequest request);
 
   // The committed image, and the end of the log it holds.
   const metadata::MetadataImage& image() const { return committed_; }

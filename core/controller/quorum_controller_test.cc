@@ -26,14 +26,15 @@ struct Harness;
 io::Task<void> node_main(io::Context* ctx, Harness* h);
 
 struct Harness {
-  explicit Harness(uint64_t seed = 1) : world(seed) {
+  explicit Harness(uint64_t seed = 1, int16_t bootstrap_mv = kMetadataVersionLatest)
+      : world(seed), bootstrap_mv(bootstrap_mv) {
     sim::Node& node = world.add_node();
     address = node.address(kPort);
     node.start([this](io::Context& ctx) { return node_main(&ctx, this); });
     const bool ready = world.run_until(
         [&] {
           return controller != nullptr && controller->active() &&
-                 controller->image().features().metadata_version == kMetadataVersionLatest;
+                 controller->image().features().metadata_version == this->bootstrap_mv;
         },
         30s);
     EXPECT_TRUE(ready);
@@ -62,6 +63,7 @@ struct Harness {
     c.node_id = 1;
     c.cluster_id = kClusterId;
     c.broker_session_timeout = 2s;
+    c.bootstrap_metadata_version = bootstrap_mv;
     return c;
   }
 
@@ -109,6 +111,7 @@ struct Harness {
   }
 
   sim::World world;
+  int16_t bootstrap_mv;
   io::Address address;
   raft::RaftNode* raft = nullptr;
   QuorumController* controller = nullptr;
@@ -488,6 +491,65 @@ TEST(QuorumController, AltersClientQuotas) {
   EXPECT_EQ(alter("alice", "connection_creation_rate", 10, false), net::code(net::Error::kInvalidRequest));
   EXPECT_EQ(alter("alice", "producer_byte_rate", 0, true), 0);
   EXPECT_FALSE(h.image().client_quotas().entities.contains(alice));
+}
+
+net::UpdateFeaturesResponse update_mv(Harness& h, int16_t level) {
+  net::UpdateFeaturesRequest r;
+  net::UpdateFeaturesRequest::FeatureUpdateKey k;
+  k.feature = "metadata.version";
+  k.max_version_level = level;
+  r.feature_updates.push_back(k);
+  return h.call(h.controller->update_features(r, 1));
+}
+
+TEST(QuorumController, UpgradesMetadataVersionOnly) {
+  Harness h(1, 19);
+  h.add_broker(1);
+  net::UpdateFeaturesResponse up = update_mv(h, 20);
+  ASSERT_EQ(up.results.size(), 1u);
+  EXPECT_EQ(up.results[0].error_code, 0) << up.results[0].error_message.value_or("");
+  EXPECT_EQ(h.image().features().metadata_version, 20);
+  EXPECT_EQ(update_mv(h, 19).results.at(0).error_code, net::code(net::Error::kInvalidUpdateVersion));
+  EXPECT_EQ(update_mv(h, kMetadataVersionLatest + 1).results.at(0).error_code,
+            net::code(net::Error::kInvalidUpdateVersion));
+  EXPECT_EQ(update_mv(h, 20).results.at(0).error_code, 0);  // already there
+  EXPECT_EQ(h.image().features().metadata_version, 20);
+}
+
+TEST(QuorumController, AnswersForwardedRequests) {
+  Harness h;
+  h.add_broker(1);
+  net::CreateTopicsRequest inner;
+  net::CreateTopicsRequest::CreatableTopic t;
+  t.name = "forwarded";
+  t.num_partitions = 2;
+  t.replication_factor = 1;
+  inner.topics.push_back(t);
+  absl::StatusOr<io::BufferChain> frame = net::encode_request(inner, 7, 42, std::string("admin"));
+  ASSERT_TRUE(frame.ok());
+  net::EnvelopeRequest envelope;
+  envelope.request_data = frame->linearize().slice(4);
+  envelope.request_principal = io::Buffer::copy_of("principal");
+  envelope.client_host_address = io::Buffer::copy_of(std::string("\x7f\x00\x00\x01", 4));
+  net::EnvelopeResponse answered = h.call(h.controller->envelope(envelope));
+  EXPECT_EQ(answered.error_code, 0);
+  ASSERT_TRUE(answered.response_data.has_value());
+  absl::StatusOr<net::CreateTopicsResponse> response =
+      net::decode_response<net::CreateTopicsResponse>(*answered.response_data, 7);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->topics.size(), 1u);
+  EXPECT_EQ(response->topics[0].error_code, 0);
+  EXPECT_NE(h.image().topics().topic("forwarded"), nullptr);
+  // Broker-to-controller APIs are not forwardable.
+  net::AllocateProducerIdsRequest pid;
+  pid.broker_id = 1;
+  frame = net::encode_request(pid, 0, 43, std::string("admin"));
+  ASSERT_TRUE(frame.ok());
+  envelope.request_data = frame->linearize().slice(4);
+  EXPECT_EQ(h.call(h.controller->envelope(envelope)).error_code, net::code(net::Error::kInvalidRequest));
+  envelope.request_principal = std::nullopt;
+  EXPECT_EQ(h.call(h.controller->envelope(envelope)).error_code,
+            net::code(net::Error::kPrincipalDeserializationFailure));
 }
 
 }  // namespace
