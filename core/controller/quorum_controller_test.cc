@@ -278,8 +278,9 @@ TEST(QuorumController, AlterPartitionChecksEpochs) {
   h.add_broker(1);
   const int64_t e2 = h.add_broker(2);
   ASSERT_EQ(h.create("t", 1, 2).error_code, 0);
-  const metadata::TopicImage& topic = *h.image().topics().topic("t");
-  const metadata::PartitionRegistration p = topic.partitions.at(0);
+  // Copies: every committed write replaces the image.
+  const net::Uuid topic_id = h.image().topics().topic("t")->id;
+  const metadata::PartitionRegistration p = h.image().topics().topic("t")->partitions.at(0);
   const int32_t leader = p.leader;
   const int64_t leader_epoch_b = h.image().cluster().broker(leader)->epoch;
   const int32_t follower = leader == 1 ? 2 : 1;
@@ -288,7 +289,7 @@ TEST(QuorumController, AlterPartitionChecksEpochs) {
     r.broker_id = broker;
     r.broker_epoch = broker_epoch;
     net::AlterPartitionRequest::TopicData t;
-    t.topic_id = topic.id;
+    t.topic_id = topic_id;
     net::AlterPartitionRequest::PartitionData d;
     d.partition_index = 0;
     d.leader_epoch = p.leader_epoch;
