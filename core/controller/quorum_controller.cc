@@ -144,7 +144,6 @@ void QuorumController::handle_commit(const raft::CommittedBatch& batch) {
     for (const auto& [id, broker] : latest_.cluster().brokers) sessions_[id].last_contact = now;
     ctx_->log().info("controller: active in epoch {} at offset {}", active_epoch_, committed_end_);
   }
-  changed_.notify_all();
   if (observer_ != nullptr) observer_->handle_commit(batch);
 }
 
@@ -165,7 +164,6 @@ void QuorumController::handle_snapshot(raft::SnapshotId id, const std::vector<io
   committed_end_ = id.end_offset;
   bytes_since_snapshot_ = 0;
   deactivate();
-  changed_.notify_all();
   if (observer_ != nullptr) observer_->handle_snapshot(id, values);
 }
 

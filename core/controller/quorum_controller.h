@@ -256,7 +256,6 @@ class QuorumController final : public raft::RaftListener {
   metadata::MetadataImage committed_;
   int64_t committed_end_ = 0;
   int64_t bytes_since_snapshot_ = 0;
-  io::WaitList changed_;
 
   bool active_ = false;
   int32_t active_epoch_ = -1;
