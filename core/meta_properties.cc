@@ -277,7 +277,7 @@ io::Task<absl::StatusOr<std::optional<MetaProperties>>> read_meta_properties(io:
                                                                              std::string dir) {
   const std::string path = meta_properties_path(dir);
   CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes,
-                      co_await storage::read_whole_file(disk, path));
+                      co_await storage::read_whole_file_agreed(disk, path));
   if (!bytes.has_value()) co_return std::optional<MetaProperties>();
   absl::StatusOr<MetaProperties> meta = decode_meta_properties(bytes->view());
   if (!meta.ok()) co_return storage::annotate_with_path(meta.status(), path);
@@ -290,7 +290,7 @@ io::Task<absl::Status> format_directory(io::Disk& disk, std::string dir, MetaPro
   CO_RETURN_IF_ERROR(io::validate_disk_path(dir));
   const std::string path = meta_properties_path(dir);
   CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> existing,
-                      co_await storage::read_whole_file(disk, path));
+                      co_await storage::read_whole_file_agreed(disk, path));
   if (existing.has_value()) {
     if (ignore_formatted) co_return absl::OkStatus();
     absl::StatusOr<MetaProperties> stored = decode_meta_properties(existing->view());

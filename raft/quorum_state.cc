@@ -16,7 +16,6 @@ namespace brook::raft {
 namespace {
 
 constexpr size_t kQuorumStateBytesMax = 1 << 20;
-constexpr int kReadAttemptsMax = 5;
 constexpr int kDepthMax = 8;
 
 // Just enough JSON for the quorum-state document: objects, arrays, strings,
@@ -212,27 +211,11 @@ std::string quorum_state_path(std::string_view dir) {
 io::Task<absl::StatusOr<std::optional<ElectionState>>> read_quorum_state(io::Disk& disk,
                                                                          std::string dir) {
   const std::string path = quorum_state_path(dir);
-  std::optional<std::string> previous;
-  absl::Status last_error;
-  for (int attempt = 0; attempt < kReadAttemptsMax; ++attempt) {
-    absl::StatusOr<std::optional<io::Buffer>> bytes =
-        co_await storage::read_whole_file(disk, path, kQuorumStateBytesMax);
-    if (!bytes.ok()) {
-      last_error = bytes.status();
-      previous.reset();
-      continue;
-    }
-    if (!bytes->has_value()) co_return std::nullopt;
-    std::string text((*bytes)->view());
-    if (previous.has_value() && *previous == text) {
-      absl::StatusOr<ElectionState> state = decode_quorum_state(text);
-      if (!state.ok()) co_return state.status();
-      co_return std::optional<ElectionState>(std::move(*state));
-    }
-    previous = std::move(text);
-  }
-  if (!last_error.ok()) co_return last_error;
-  co_return absl::DataLossError(fmt::format("{}: reads disagree", path));
+  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes,
+                      co_await storage::read_whole_file_agreed(disk, path, kQuorumStateBytesMax));
+  if (!bytes.has_value()) co_return std::nullopt;
+  CO_ASSIGN_OR_RETURN(ElectionState state, decode_quorum_state(bytes->view()));
+  co_return std::optional<ElectionState>(std::move(state));
 }
 
 io::Task<absl::Status> write_quorum_state(io::Disk& disk, std::string dir, ElectionState state) {

@@ -195,6 +195,29 @@ io::Task<absl::StatusOr<std::optional<io::Buffer>>> read_whole_file(io::Disk& di
   co_return result;
 }
 
+io::Task<absl::StatusOr<std::optional<io::Buffer>>> read_whole_file_agreed(io::Disk& disk,
+                                                                           std::string path,
+                                                                           size_t bytes_max) {
+  constexpr int kAttemptsMax = 6;
+  std::optional<std::optional<io::Buffer>> previous;
+  absl::Status last_error;
+  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
+    absl::StatusOr<std::optional<io::Buffer>> bytes = co_await read_whole_file(disk, path, bytes_max);
+    if (!bytes.ok()) {
+      if (absl::IsOutOfRange(bytes.status())) co_return bytes.status();
+      last_error = bytes.status();
+      previous.reset();
+      continue;
+    }
+    const bool same = previous.has_value() && previous->has_value() == bytes->has_value() &&
+                      (!bytes->has_value() || (*previous)->view() == (*bytes)->view());
+    if (same) co_return std::move(*bytes);
+    previous = std::move(*bytes);
+  }
+  if (!last_error.ok()) co_return last_error;
+  co_return absl::DataLossError(fmt::format("{}: reads of the file disagree", path));
+}
+
 // --- Kafka's checkpoint text layout ----------------------------------------
 
 absl::StatusOr<std::vector<CheckpointLine>> decode_checkpoint_lines(std::string_view text,
@@ -289,7 +312,7 @@ absl::StatusOr<OffsetCheckpoint> decode_offset_checkpoint(std::string_view text)
 
 io::Task<absl::StatusOr<OffsetCheckpoint>> read_offset_checkpoint(io::Disk& disk,
                                                                   std::string path) {
-  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file(disk, path));
+  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file_agreed(disk, path));
   if (!bytes.has_value()) co_return OffsetCheckpoint{};
   absl::StatusOr<OffsetCheckpoint> offsets = decode_offset_checkpoint(bytes->view());
   if (!offsets.ok()) co_return annotate_with_path(offsets.status(), path);
@@ -360,7 +383,7 @@ absl::StatusOr<net::Uuid> decode_partition_metadata(std::string_view text) {
 
 io::Task<absl::StatusOr<std::optional<net::Uuid>>> read_partition_metadata(io::Disk& disk,
                                                                            std::string path) {
-  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file(disk, path));
+  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file_agreed(disk, path));
   if (!bytes.has_value()) co_return std::optional<net::Uuid>();
   absl::StatusOr<net::Uuid> id = decode_partition_metadata(bytes->view());
   if (!id.ok()) co_return annotate_with_path(id.status(), path);

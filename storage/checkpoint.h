@@ -98,6 +98,12 @@ io::Task<absl::Status> write_file_atomically(io::Disk& disk, std::string path, i
 // OutOfRange when it is larger than `bytes_max`.
 io::Task<absl::StatusOr<std::optional<io::Buffer>>> read_whole_file(
     io::Disk& disk, std::string path, size_t bytes_max = kWholeFileBytesMax);
+// The same, believed only when two reads in a row return the same bytes:
+// a disk that corrupts a read once must not change what a small file says
+// (a digit of a checkpoint line reads as well as the true one). Failed
+// reads are retried; DataLoss when no two reads agree within a few tries.
+io::Task<absl::StatusOr<std::optional<io::Buffer>>> read_whole_file_agreed(
+    io::Disk& disk, std::string path, size_t bytes_max = kWholeFileBytesMax);
 
 // --- Kafka's checkpoint text layout ----------------------------------------
 

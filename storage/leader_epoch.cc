@@ -153,7 +153,7 @@ absl::StatusOr<LeaderEpochCache> LeaderEpochCache::decode(std::string_view text)
 
 io::Task<absl::StatusOr<LeaderEpochCache>> read_leader_epoch_checkpoint(io::Disk& disk,
                                                                         std::string path) {
-  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file(disk, path));
+  CO_ASSIGN_OR_RETURN(std::optional<io::Buffer> bytes, co_await read_whole_file_agreed(disk, path));
   if (!bytes.has_value()) co_return LeaderEpochCache();
   absl::StatusOr<LeaderEpochCache> cache = LeaderEpochCache::decode(bytes->view());
   if (!cache.ok()) co_return annotate_with_path(cache.status(), path);

@@ -986,8 +986,9 @@ io::Task<absl::StatusOr<ReadResult>> Log::read(int64_t offset, size_t max_bytes,
       CO_ASSIGN_OR_RETURN(std::optional<ScannedBatch> batch, co_await segment->find_batch(offset));
       if (!batch.has_value()) {
         // A scan that read a corrupted header may miss the batch: believe
-        // "no batch here" when two scans say so.
-        if (++misses < 2 && attempt < kReadRereads) continue;
+        // "no batch here" only when every scan says so (a scan reads many
+        // headers, so two corrupted scans in a row are not rare enough).
+        if (++misses <= kReadRereads && attempt < kReadRereads) continue;
         break;
       }
       if (batch->header.last_offset() >= limit) co_return result;
