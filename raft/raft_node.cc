@@ -10,6 +10,8 @@
 #include "io/status.h"
 #include "io/when.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/add_raft_voter_request.h"
+#include "net/kafka/messages/add_raft_voter_response.h"
 #include "net/kafka/messages/begin_quorum_epoch_request.h"
 #include "net/kafka/messages/begin_quorum_epoch_response.h"
 #include "net/kafka/messages/describe_quorum_request.h"
@@ -20,6 +22,10 @@
 #include "net/kafka/messages/fetch_snapshot_request.h"
 #include "net/kafka/messages/fetch_snapshot_response.h"
 #include "net/kafka/messages/leader_change_message.h"
+#include "net/kafka/messages/remove_raft_voter_request.h"
+#include "net/kafka/messages/remove_raft_voter_response.h"
+#include "net/kafka/messages/update_raft_voter_request.h"
+#include "net/kafka/messages/update_raft_voter_response.h"
 #include "net/kafka/messages/vote_request.h"
 #include "net/kafka/messages/vote_response.h"
 #include "net/kafka/record_batch.h"
@@ -36,6 +42,7 @@ constexpr int16_t kEndEpochVersion = 1;
 constexpr int16_t kFetchVersion = 17;
 constexpr int16_t kLeaderChangeVersion = 0;
 constexpr int16_t kFetchSnapshotVersion = 1;
+constexpr int16_t kUpdateVoterVersion = 0;
 constexpr int32_t kSnapshotChunkBytes = 1 << 20;
 constexpr io::Duration kResendBackoffMax = 1s;
 
@@ -103,6 +110,15 @@ io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> RaftNode::open(io::Context& 
                       co_await list_snapshots(ctx.disk(), config.log_dir));
   std::unique_ptr<RaftNode> node(new RaftNode(ctx, std::move(config), std::move(log)));
   if (saved.has_value()) node->state_ = *saved;
+  // The bootstrap checkpoint (0-0) only names the first voters.
+  std::optional<KRaftControl> bootstrap;
+  if (!snapshots.empty() && snapshots.front() == kBootstrapSnapshotId) {
+    CO_ASSIGN_OR_RETURN(io::Buffer bytes,
+                        co_await read_snapshot(ctx.disk(), node->config_.log_dir, kBootstrapSnapshotId));
+    CO_ASSIGN_OR_RETURN(KRaftControl control, snapshot_kraft_control(bytes));
+    bootstrap = std::move(control);
+    snapshots.erase(snapshots.begin());
+  }
   if (!snapshots.empty()) {
     const SnapshotId latest = snapshots.back();
     CO_ASSIGN_OR_RETURN(io::Buffer bytes,
@@ -126,6 +142,7 @@ io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> RaftNode::open(io::Context& 
       (void)e;
     }
   }
+  CO_RETURN_IF_ERROR(co_await node->load_voters(bootstrap));
   const int32_t self = node->config_.node_id;
   if (node->state_.leader_id == self) {
     // A leader that restarts has lost its in-memory view: it resigns.
@@ -137,10 +154,92 @@ io::Task<absl::StatusOr<std::unique_ptr<RaftNode>>> RaftNode::open(io::Context& 
   }
   node->fetch_deadline_ = ctx.clock().now() + node->config_.fetch_timeout;
   node->reset_election_deadline();
-  ctx.log().info("raft: opened epoch={} leader={} voted={} role={} log end={}",
+  ctx.log().info("raft: opened epoch={} leader={} voted={} role={} log end={} voters={} kraft.version={}",
                  node->state_.epoch, node->state_.leader_id, node->state_.voted_id,
-                 role_name(node->role_), node->log_->log_end_offset());
+                 role_name(node->role_), node->log_->log_end_offset(),
+                 fmt::join(node->voter_ids(), ","), node->kraft_version());
   co_return node;
+}
+
+std::vector<int32_t> RaftNode::voter_ids() const {
+  std::vector<int32_t> ids;
+  for (const auto& entry : voters()) ids.push_back(entry.first);
+  return ids;
+}
+
+bool RaftNode::is_voter() const {
+  auto it = voters().find(config_.node_id);
+  if (it == voters().end()) return false;
+  // A voter is a replica key (id, directory id): a node whose disk was
+  // replaced is not the voter it was.
+  return it->second.directory_id.is_zero() || config_.directory_id.is_zero() ||
+         it->second.directory_id == config_.directory_id;
+}
+
+bool RaftNode::electable() const {
+  if (is_voter()) return true;
+  if (!dynamic() || history_.latest().offset < high_watermark_) return false;
+  const VoterHistory::Entry* previous = history_.previous();
+  return previous != nullptr && previous->voters.contains(config_.node_id);
+}
+
+size_t RaftNode::voters_among(const std::set<int32_t>& ids) const {
+  size_t n = 0;
+  for (int32_t id : ids) n += voters().contains(id) ? 1 : 0;
+  return n;
+}
+
+absl::Status RaftNode::scan_control_batches(const io::Buffer& records) {
+  if (!dynamic()) return absl::OkStatus();
+  net::BatchIterator it(records);
+  while (true) {
+    ASSIGN_OR_RETURN(std::optional<net::BatchView> next, it.next());
+    if (!next.has_value()) break;
+    if (!next->header.is_control()) continue;
+    ASSIGN_OR_RETURN(KRaftControl control, read_kraft_control(next->bytes));
+    if (control.voters.has_value() || control.kraft_version.has_value()) {
+      history_.add(next->header.last_offset(), control);
+      ctx_->log().info("raft: voters {} (kraft.version {}) at offset {}", fmt::join(voter_ids(), ","),
+                       kraft_version(), next->header.last_offset());
+    }
+  }
+  return absl::OkStatus();
+}
+
+io::Task<absl::Status> RaftNode::load_voters(const std::optional<KRaftControl>& bootstrap) {
+  if (!dynamic()) {
+    history_.reset(-1, 0, static_voters(config_.voters, config_.listener_name));
+    co_return absl::OkStatus();
+  }
+  if (bootstrap.has_value() && bootstrap->voters.has_value()) {
+    history_.reset(-1, bootstrap->kraft_version.value_or(kKRaftVersionMax), *bootstrap->voters);
+  } else {
+    history_.reset(-1, 0, {});  // learned from the leader's log
+  }
+  if (latest_snapshot_.has_value()) {
+    CO_ASSIGN_OR_RETURN(KRaftControl control, snapshot_kraft_control(*snapshot_bytes_));
+    if (control.voters.has_value()) {
+      history_.reset(latest_snapshot_->end_offset - 1, control.kraft_version.value_or(kraft_version()),
+                     *control.voters);
+    }
+  }
+  int64_t offset = log_->log_start_offset();
+  while (offset < log_->log_end_offset()) {
+    CO_ASSIGN_OR_RETURN(storage::ReadResult read,
+                        co_await log_->read(offset, 1 << 20, storage::ReadBound::kLogEnd, true));
+    if (read.error != net::Error::kNone || read.records.empty()) {
+      co_return absl::DataLossError(fmt::format("raft: reading the log at {} for its voters: {}", offset,
+                                                net::error_name(net::code(read.error))));
+    }
+    CO_RETURN_IF_ERROR(scan_control_batches(read.records));
+    net::BatchIterator it(read.records);
+    while (true) {
+      CO_ASSIGN_OR_RETURN(std::optional<net::BatchView> next, it.next());
+      if (!next.has_value()) break;
+      offset = next->header.next_offset();
+    }
+  }
+  co_return absl::OkStatus();
 }
 
 // --- state changes -----------------------------------------------------------
@@ -153,7 +252,7 @@ absl::Status RaftNode::fail(absl::Status status) {
 
 io::Task<absl::Status> RaftNode::persist() {
   ElectionState s = state_;
-  for (const auto& entry : config_.voters) s.voters.push_back(entry.first);
+  s.voters = voter_ids();
   absl::Status status = co_await write_quorum_state(ctx_->disk(), config_.log_dir, std::move(s));
   if (!status.ok()) co_return fail(std::move(status));
   co_return absl::OkStatus();
@@ -216,7 +315,7 @@ io::Task<absl::Status> RaftNode::become_prospective() {
   rejected_.clear();
   reset_election_deadline();
   changed();
-  if (granted_.size() >= majority()) co_return co_await become_candidate();
+  if (voters_among(granted_) >= majority()) co_return co_await become_candidate();
   scope_->spawn(send_votes(generation_, /*pre_vote=*/true));
   co_return absl::OkStatus();
 }
@@ -233,7 +332,7 @@ io::Task<absl::Status> RaftNode::become_candidate() {
   changed();
   CO_RETURN_IF_ERROR(co_await persist());
   ctx_->log().info("raft: candidate in epoch {}", state_.epoch);
-  if (granted_.size() >= majority()) co_return co_await become_leader();
+  if (voters_among(granted_) >= majority()) co_return co_await become_leader();
   scope_->spawn(send_votes(generation_, /*pre_vote=*/false));
   co_return absl::OkStatus();
 }
@@ -243,12 +342,11 @@ io::Task<absl::Status> RaftNode::become_leader() {
   role_ = Role::kLeader;
   ++generation_;
   const uint64_t generation = generation_;
-  voters_progress_.clear();
-  observers_progress_.clear();
+  progress_.clear();
   const io::Instant now = ctx_->clock().now();
-  for (const auto& entry : config_.voters) {
+  for (const auto& entry : voters()) {
     if (entry.first == config_.node_id) continue;
-    Progress& p = voters_progress_[entry.first];
+    Progress& p = progress_[entry.first];
     p.last_fetch = now;  // the check-quorum clock starts with the epoch
   }
   CO_RETURN_IF_ERROR(co_await persist());
@@ -259,7 +357,7 @@ io::Task<absl::Status> RaftNode::become_leader() {
   net::LeaderChangeMessage message;
   message.version_ = kLeaderChangeVersion;
   message.leader_id = config_.node_id;
-  for (const auto& entry : config_.voters) {
+  for (const auto& entry : voters()) {
     net::LeaderChangeMessage::Voter v;
     v.voter_id = entry.first;
     message.voters.push_back(v);
@@ -282,6 +380,25 @@ io::Task<absl::Status> RaftNode::become_leader() {
   record.key = net::encode_control_record_key({.type = net::ControlRecordType::kLeaderChange});
   record.value = io::Buffer::copy_of(value_bytes);
   builder.append(std::move(record));
+  // The first leader of a dynamic quorum writes the bootstrap voters into
+  // the log, so that replicas that fetch it from offset 0 learn them.
+  KRaftControl kraft;
+  if (dynamic() && history_.latest().offset < 0 && kraft_version() >= 1) {
+    kraft.kraft_version = kraft_version();
+    kraft.voters = voters();
+    CO_ASSIGN_OR_RETURN(io::Buffer version_value, encode_kraft_version_record(*kraft.kraft_version));
+    CO_ASSIGN_OR_RETURN(io::Buffer voters_value, encode_voters_record(*kraft.voters));
+    net::NewRecord version_record;
+    version_record.timestamp_ms = record.timestamp_ms;
+    version_record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVersion});
+    version_record.value = std::move(version_value);
+    builder.append(std::move(version_record));
+    net::NewRecord voters_record;
+    voters_record.timestamp_ms = record.timestamp_ms;
+    voters_record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVoters});
+    voters_record.value = std::move(voters_value);
+    builder.append(std::move(voters_record));
+  }
   CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
   epoch_start_offset_ = log_->log_end_offset();
   absl::StatusOr<storage::AppendResult> appended =
@@ -291,12 +408,13 @@ io::Task<absl::Status> RaftNode::become_leader() {
     co_return fail(absl::InternalError(
         fmt::format("raft: leader change batch rejected: {}", appended->error_message)));
   }
+  if (kraft.voters.has_value()) history_.add(appended->last_offset, kraft);
   absl::Status flushed = co_await log_->flush();
   if (!flushed.ok()) co_return fail(std::move(flushed));
   if (generation_ != generation) co_return absl::OkStatus();
   update_high_watermark();
   changed();
-  for (const auto& entry : config_.voters) {
+  for (const auto& entry : voters()) {
     if (entry.first != config_.node_id) scope_->spawn(send_begin_epoch(generation, entry.first));
   }
   co_return absl::OkStatus();
@@ -323,7 +441,9 @@ io::Task<void> RaftNode::resign() {
   changed();
   // Successors: the voters furthest along first.
   std::vector<std::pair<int64_t, int32_t>> order;
-  for (const auto& [id, p] : voters_progress_) order.push_back({-p.end_offset, id});
+  for (const auto& [id, p] : progress_) {
+    if (voters().contains(id)) order.push_back({-p.end_offset, id});
+  }
   std::sort(order.begin(), order.end());
   std::vector<int32_t> successors;
   for (const auto& entry : order) successors.push_back(entry.second);
@@ -352,21 +472,28 @@ void RaftNode::set_high_watermark(int64_t hw) {
   high_watermark_ = hw;
   log_->set_high_watermark(hw);
   changed();
+  if (role_ == Role::kLeader && !is_voter() && history_.latest().offset < hw && scope_ != nullptr) {
+    // This leader's removal committed: it steps down, and the voters elect
+    // one of their own.
+    ctx_->log().info("raft: leader {} is no longer a voter; resigning", config_.node_id);
+    scope_->spawn(resign());
+  }
 }
 
 void RaftNode::update_high_watermark() {
   if (role_ != Role::kLeader) return;
   std::vector<int64_t> offsets;
-  for (const auto& entry : config_.voters) {
+  for (const auto& entry : voters()) {
     if (entry.first == config_.node_id) {
       offsets.push_back(config_.unsafe_ack_before_flush
                             ? log_->log_end_offset()
                             : std::min(log_->recovery_point(), log_->log_end_offset()));
     } else {
-      auto it = voters_progress_.find(entry.first);
-      offsets.push_back(it == voters_progress_.end() ? -1 : it->second.end_offset);
+      auto it = progress_.find(entry.first);
+      offsets.push_back(it == progress_.end() ? -1 : it->second.end_offset);
     }
   }
+  if (offsets.empty()) return;
   std::sort(offsets.begin(), offsets.end(), std::greater<>());
   const int64_t candidate = offsets[majority() - 1];
   if (candidate > epoch_start_offset_) set_high_watermark(candidate);
@@ -375,9 +502,14 @@ void RaftNode::update_high_watermark() {
 net::Peer* RaftNode::peer(int32_t id) {
   auto it = peers_.find(id);
   if (it != peers_.end()) return it->second.get();
-  auto address = config_.voters.find(id);
-  if (address == config_.voters.end()) return nullptr;
-  auto p = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address->second,
+  std::optional<io::Address> address;
+  if (auto v = voters().find(id); v != voters().end()) address = v->second.address(config_.listener_name);
+  if (!address.has_value()) {
+    auto learned = learned_addresses_.find(id);
+    if (learned == learned_addresses_.end()) return nullptr;
+    address = learned->second;
+  }
+  auto p = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), *address,
                                        fmt::format("raft-{}", config_.node_id));
   net::Peer* raw = p.get();
   peers_.emplace(id, std::move(p));
@@ -394,6 +526,8 @@ net::DescribeQuorumResponse::PartitionData RaftNode::describe() const {
   auto replica = [&](int32_t id, const Progress* p) {
     net::DescribeQuorumResponse::ReplicaState r;
     r.replica_id = id;
+    if (auto v = voters().find(id); v != voters().end()) r.replica_directory_id = v->second.directory_id;
+    if (id == config_.node_id) r.replica_directory_id = config_.directory_id;
     if (id == config_.node_id) {
       r.log_end_offset = log_->log_end_offset();
       r.last_fetch_timestamp = now_ms;
@@ -406,11 +540,13 @@ net::DescribeQuorumResponse::PartitionData RaftNode::describe() const {
     }
     return r;
   };
-  for (const auto& entry : config_.voters) {
-    auto it = voters_progress_.find(entry.first);
-    d.current_voters.push_back(replica(entry.first, it == voters_progress_.end() ? nullptr : &it->second));
+  for (const auto& entry : voters()) {
+    auto it = progress_.find(entry.first);
+    d.current_voters.push_back(replica(entry.first, it == progress_.end() ? nullptr : &it->second));
   }
-  for (const auto& [id, p] : observers_progress_) d.observers.push_back(replica(id, &p));
+  for (const auto& [id, p] : progress_) {
+    if (!voters().contains(id)) d.observers.push_back(replica(id, &p));
+  }
   return d;
 }
 
@@ -440,7 +576,7 @@ io::Task<void> RaftNode::timer_loop() {
   while (true) {
     const uint64_t seen = changes_;
     io::Instant deadline = io::Instant::max();
-    const bool voter = is_voter();
+    const bool voter = electable();
     switch (role_) {
       case Role::kUnattached:
       case Role::kProspective:
@@ -485,11 +621,18 @@ io::Task<void> RaftNode::timer_loop() {
       // 1.5 fetch timeouts resigns.
       const io::Instant now = ctx_->clock().now();
       const io::Instant cutoff = now - config_.fetch_timeout * 3 / 2;
-      size_t live = 1;
-      for (const auto& [id, p] : voters_progress_) {
-        if (p.last_fetch.has_value() && *p.last_fetch >= cutoff) ++live;
+      size_t live = is_voter() ? 1 : 0;
+      for (const auto& [id, p] : progress_) {
+        if (id != config_.node_id && voters().contains(id) && p.last_fetch.has_value() &&
+            *p.last_fetch >= cutoff) {
+          ++live;
+        }
       }
-      if (live < majority()) {
+      // A leader whose own removal is not committed yet stays: it must
+      // still bring the new voters the change (they may lack it, and then
+      // cannot elect anyone without this node's vote); it resigns once the
+      // removal commits.
+      if (live < majority() && is_voter()) {
         ctx_->log().info("raft: leader of epoch {} lost its quorum; resigning", state_.epoch);
         co_await resign();
       }
@@ -504,7 +647,7 @@ io::Task<void> RaftNode::timer_loop() {
 }
 
 io::Task<void> RaftNode::send_votes(uint64_t generation, bool pre_vote) {
-  for (const auto& entry : config_.voters) {
+  for (const auto& entry : voters()) {
     if (entry.first == config_.node_id) continue;
     scope_->spawn(request_vote(generation, entry.first, pre_vote));
   }
@@ -560,7 +703,7 @@ io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool p
     } else {
       rejected_.insert(voter);
     }
-    if (granted_.size() >= majority()) {
+    if (voters_among(granted_) >= majority()) {
       // (Not a ?: of two co_awaits: GCC 12 evaluates both operands.)
       if (pre_vote) {
         (void)co_await become_candidate();
@@ -575,8 +718,8 @@ io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool p
 io::Task<void> RaftNode::send_begin_epoch(uint64_t generation, int32_t voter) {
   io::Duration backoff = config_.retry_backoff;
   while (generation_ == generation) {
-    auto it = voters_progress_.find(voter);
-    if (it == voters_progress_.end() || it->second.acknowledged) co_return;
+    auto it = progress_.find(voter);
+    if (it == progress_.end() || it->second.acknowledged) co_return;
     net::BeginQuorumEpochRequest request;
     request.cluster_id = config_.cluster_id;
     request.voter_id = voter;
@@ -584,7 +727,15 @@ io::Task<void> RaftNode::send_begin_epoch(uint64_t generation, int32_t voter) {
     p.partition_index = kMetadataPartition;
     p.leader_id = config_.node_id;
     p.leader_epoch = state_.epoch;
+    if (auto v = voters().find(voter); v != voters().end()) p.voter_directory_id = v->second.directory_id;
     request.topics.push_back(metadata_topic<net::BeginQuorumEpochRequest::TopicData>(p));
+    if (config_.advertised.has_value()) {
+      net::BeginQuorumEpochRequest::LeaderEndpoint endpoint;
+      endpoint.name = config_.listener_name;
+      endpoint.host = config_.advertised->host;
+      endpoint.port = config_.advertised->port;
+      request.leader_endpoints.push_back(std::move(endpoint));
+    }
     net::Peer* target = peer(voter);
     if (target == nullptr) co_return;
     absl::StatusOr<net::BeginQuorumEpochResponse> response =
@@ -601,7 +752,7 @@ io::Task<void> RaftNode::send_begin_epoch(uint64_t generation, int32_t voter) {
         co_return;
       }
       if (r.error_code == 0) {
-        voters_progress_[voter].acknowledged = true;
+        progress_[voter].acknowledged = true;
         co_return;
       }
     }
@@ -632,32 +783,46 @@ io::Task<void> RaftNode::send_end_epoch(int32_t epoch, int32_t voter,
 }
 
 io::Task<void> RaftNode::fetch_loop() {
+  for (const io::Address& address : config_.bootstrap_servers) {
+    bootstrap_peers_.push_back(std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
+                                                           fmt::format("raft-{}", config_.node_id)));
+  }
   size_t rotation = 0;
   while (true) {
-    int32_t target = kNoNode;
-    if (role_ == Role::kFollower && state_.leader_id >= 0) {
-      target = state_.leader_id;
+    int32_t leader = kNoNode;
+    net::Peer* target = nullptr;
+    if (role_ == Role::kFollower && state_.leader_id >= 0 && peer(state_.leader_id) != nullptr) {
+      leader = state_.leader_id;
+      target = peer(leader);
     } else if (!is_voter()) {
-      // An observer without a leader asks the voters in turn; their answer
-      // names the leader.
-      auto it = config_.voters.begin();
-      std::advance(it, static_cast<long>(rotation++ % config_.voters.size()));
-      target = it->first;
+      // An observer without a leader asks the voters and the bootstrap
+      // servers in turn; their answer names the leader.
+      std::vector<int32_t> ids = voter_ids();
+      const size_t choices = ids.size() + bootstrap_peers_.size();
+      if (choices > 0) {
+        const size_t pick = rotation++ % choices;
+        target = pick < ids.size() ? peer(ids[pick]) : bootstrap_peers_[pick - ids.size()].get();
+      }
     }
-    if (target == kNoNode) {
-      co_await changed_.wait();
+    if (target == nullptr) {
+      if (role_ == Role::kFollower || !is_voter()) {
+        co_await io::with_deadline(ctx_->clock(), ctx_->clock().now() + config_.retry_backoff * 5,
+                                   wait_change(&changed_, &changes_, changes_));
+      } else {
+        co_await changed_.wait();
+      }
       continue;
     }
-    absl::Status s = co_await fetch_once(generation_, target);
+    absl::Status s = co_await fetch_once(generation_, leader, target);
     if (!failure_.ok()) co_return;
     if (!s.ok()) {
-      ctx_->log().debug("raft: fetch from {}: {}", target, s.ToString());
+      ctx_->log().debug("raft: fetch from {}: {}", leader, s.ToString());
       co_await ctx_->clock().sleep_for(config_.retry_backoff * 5);
     }
   }
 }
 
-io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader) {
+io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader, net::Peer* target) {
   net::FetchRequest request;
   request.cluster_id = config_.cluster_id;
   request.replica_state.replica_id = config_.node_id;
@@ -675,12 +840,11 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
   p.last_fetched_epoch = last_epoch();
   p.log_start_offset = log_->log_start_offset();
   p.partition_max_bytes = config_.fetch_max_bytes;
+  p.replica_directory_id = config_.directory_id;
   net::FetchRequest::FetchTopic topic;
   topic.topic_id = metadata_topic_id();
   topic.partitions.push_back(p);
   request.topics.push_back(std::move(topic));
-  net::Peer* target = peer(leader);
-  if (target == nullptr) co_return absl::NotFoundError("no such voter");
   absl::StatusOr<net::FetchResponse> response = co_await target->call<net::FetchResponse>(
       request, kFetchVersion,
       config_.request_timeout + std::chrono::milliseconds(request.max_wait_ms));
@@ -693,6 +857,11 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
   }
   net::FetchResponse::PartitionData r = std::move(response->responses[0].partitions[0]);
   auto lock = co_await mu_.lock();
+  for (const net::FetchResponse::NodeEndpoint& e : response->node_endpoints) {
+    if (e.node_id >= 0 && e.port > 0 && e.port <= 65535 && !voters().contains(e.node_id)) {
+      learned_addresses_[e.node_id] = io::Address(e.host, static_cast<uint16_t>(e.port));
+    }
+  }
   if (generation_ != generation) co_return absl::OkStatus();
   const auto& current = r.current_leader;
   if (current.leader_epoch > state_.epoch ||
@@ -703,9 +872,13 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
   if (r.error_code != 0) {
     co_return absl::UnavailableError(fmt::format("fetch: {}", net::error_name(r.error_code)));
   }
-  if (!is_voter() && state_.leader_id != leader) {
-    // An observer asked a voter that turned out to lead at this epoch.
-    CO_RETURN_IF_ERROR(co_await observe_leader(state_.epoch, leader));
+  if (leader == kNoNode || state_.leader_id != leader || role_ != Role::kFollower) {
+    // An observer asked a replica that turned out to lead: follow it from
+    // the next fetch on.
+    if (current.leader_id >= 0 && current.leader_id != config_.node_id) {
+      CO_RETURN_IF_ERROR(co_await observe_leader(current.leader_epoch, current.leader_id));
+    }
+    co_return absl::OkStatus();
   }
   last_leader_contact_ = ctx_->clock().now();
   fetch_deadline_ = ctx_->clock().now() + config_.fetch_timeout;
@@ -724,6 +897,7 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
     }
     absl::Status s = co_await log_->truncate_to(to);
     if (!s.ok()) co_return fail(std::move(s));
+    history_.truncate_to(log_->log_end_offset());
     changed();
     co_return absl::OkStatus();
   }
@@ -740,6 +914,8 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
       co_return absl::DataLossError(
           fmt::format("fetch: records from the leader rejected: {}", appended->error_message));
     }
+    absl::Status scanned = scan_control_batches(*r.records);
+    if (!scanned.ok()) co_return fail(std::move(scanned));
     // A follower reports only what it has flushed: its next fetch offset.
     if (!config_.unsafe_ack_before_flush) {
       lock.release();
@@ -751,6 +927,14 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader)
     changed();
   }
   if (r.high_watermark >= 0) set_high_watermark(std::min(r.high_watermark, log_->log_end_offset()));
+  if (dynamic() && kraft_version() >= 1 && is_voter() && config_.advertised.has_value() &&
+      update_sent_epoch_ != state_.epoch && voter_change_committed()) {
+    const Voter& me = voters().at(config_.node_id);
+    if (me.address(config_.listener_name) != config_.advertised || me.max_kraft_version != kKRaftVersionMax) {
+      update_sent_epoch_ = state_.epoch;
+      scope_->spawn(send_update_voter(generation, leader));
+    }
+  }
   co_return absl::OkStatus();
 }
 
@@ -807,7 +991,13 @@ io::Task<void> RaftNode::deliver_loop() {
     }
     if (!progressed) {
       lock.release();
-      co_await changed_.wait();
+      if (read->records.empty() && delivered_ < high_watermark_) {
+        // Committed offsets are in the log: a read that found none met a
+        // fault; it is tried again rather than waiting for a change.
+        co_await ctx_->clock().sleep_for(config_.retry_backoff);
+      } else {
+        co_await changed_.wait();
+      }
     }
   }
 }
@@ -885,6 +1075,8 @@ io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, i
   while (true) {
     const uint64_t seen = changes_;
     if (!failure_.ok()) co_return failure_;
+    // Committed in its epoch (a leader that resigned since still knows).
+    if (state_.epoch == epoch && high_watermark_ > offset) co_return absl::OkStatus();
     // Once the epoch is over the entry may have been replaced, so the high
     // watermark says nothing about it any more.
     if (state_.epoch != epoch || role_ != Role::kLeader) {
@@ -906,6 +1098,9 @@ bool RaftNode::serves(int16_t api_key) {
     case net::FetchRequest::kApiKey:
     case net::DescribeQuorumRequest::kApiKey:
     case net::FetchSnapshotRequest::kApiKey:
+    case net::AddRaftVoterRequest::kApiKey:
+    case net::RemoveRaftVoterRequest::kApiKey:
+    case net::UpdateRaftVoterRequest::kApiKey:
       return true;
     default:
       return false;
@@ -920,6 +1115,9 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::handle_request(net::RequestF
     case net::FetchRequest::kApiKey: co_return co_await on_fetch(frame);
     case net::DescribeQuorumRequest::kApiKey: co_return co_await on_describe_quorum(frame);
     case net::FetchSnapshotRequest::kApiKey: co_return co_await on_fetch_snapshot(frame);
+    case net::AddRaftVoterRequest::kApiKey: co_return co_await on_add_voter(frame);
+    case net::RemoveRaftVoterRequest::kApiKey: co_return co_await on_remove_voter(frame);
+    case net::UpdateRaftVoterRequest::kApiKey: co_return co_await on_update_voter(frame);
     default:
       co_return absl::UnimplementedError(
           fmt::format("raft: API key {} is not served here", frame.header.request_api_key));
@@ -944,8 +1142,14 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_vote(const net::RequestFr
     co_return net::encode_response(response, frame.header);
   }
   bool granted = false;
-  if (!is_voter() || !config_.voters.contains(p.candidate_id)) {
+  // A dynamic quorum's replica votes whatever its own voter set says: it
+  // may not have fetched the change that made it (or the candidate) a
+  // voter yet. The candidate counts only the votes of its own voter set.
+  if (!dynamic() && (!is_voter() || !voters().contains(p.candidate_id))) {
     out.error_code = err(net::Error::kInconsistentVoterSet);
+  } else if (!p.voter_directory_id.is_zero() && !config_.directory_id.is_zero() &&
+             p.voter_directory_id != config_.directory_id) {
+    out.error_code = err(net::Error::kInvalidVoterKey);
   } else if (p.candidate_epoch < state_.epoch) {
     out.error_code = err(net::Error::kFencedLeaderEpoch);
   } else if (p.pre_vote) {
@@ -972,9 +1176,11 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_vote(const net::RequestFr
     if (granted && probe_ != nullptr) probe_->vote_granted(config_.node_id, state_.epoch, p.candidate_id);
   }
   out.vote_granted = granted;
-  ctx_->log().debug("raft: {}vote for {} in epoch {}: {} (mine: epoch {} voted {} role {})",
-                    p.pre_vote ? "pre-" : "", p.candidate_id, p.candidate_epoch,
-                    granted ? "granted" : "refused", state_.epoch, state_.voted_id, role_name(role_));
+  ctx_->log().debug("raft: {}vote for {} in epoch {} (its log ends at {} in epoch {}): {} (mine: epoch {} voted {} "
+                    "role {}, log ends at {} in epoch {})",
+                    p.pre_vote ? "pre-" : "", p.candidate_id, p.candidate_epoch, p.last_offset, p.last_offset_epoch,
+                    granted ? "granted" : "refused", state_.epoch, state_.voted_id, role_name(role_),
+                    log_->log_end_offset(), last_epoch());
   out.leader_epoch = state_.epoch;
   out.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
   response.topics.push_back(metadata_topic<net::VoteResponse::TopicData>(out));
@@ -1000,9 +1206,17 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_begin_epoch(const net::Re
   out.partition_index = kMetadataPartition;
   if (p.leader_epoch < state_.epoch) {
     out.error_code = err(net::Error::kFencedLeaderEpoch);
-  } else if (p.leader_id == config_.node_id || !config_.voters.contains(p.leader_id)) {
+  } else if (p.leader_id == config_.node_id || (!dynamic() && !voters().contains(p.leader_id))) {
     out.error_code = err(net::Error::kInconsistentVoterSet);
+  } else if (!p.voter_directory_id.is_zero() && !config_.directory_id.is_zero() &&
+             p.voter_directory_id != config_.directory_id) {
+    out.error_code = err(net::Error::kInvalidVoterKey);
   } else {
+    for (const auto& e : request.leader_endpoints) {
+      if (e.name == config_.listener_name || request.leader_endpoints.size() == 1) {
+        learned_addresses_[p.leader_id] = io::Address(e.host, e.port);
+      }
+    }
     CO_RETURN_IF_ERROR(co_await observe_leader(p.leader_epoch, p.leader_id));
     if (role_ == Role::kFollower && state_.leader_id == p.leader_id) {
       last_leader_contact_ = ctx_->clock().now();
@@ -1072,6 +1286,27 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
   auto respond = [&]() {
     out.current_leader.leader_id =
         role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+    if (out.current_leader.leader_id >= 0) {
+      // Where the leader is, for a replica that does not know it yet.
+      std::optional<io::Address> at;
+      if (out.current_leader.leader_id == config_.node_id) {
+        at = config_.advertised;
+        if (!at.has_value()) {
+          if (auto v = voters().find(config_.node_id); v != voters().end()) at = v->second.address(config_.listener_name);
+        }
+      } else if (auto v = voters().find(out.current_leader.leader_id); v != voters().end()) {
+        at = v->second.address(config_.listener_name);
+      } else if (auto l = learned_addresses_.find(out.current_leader.leader_id); l != learned_addresses_.end()) {
+        at = l->second;
+      }
+      if (at.has_value()) {
+        net::FetchResponse::NodeEndpoint endpoint;
+        endpoint.node_id = out.current_leader.leader_id;
+        endpoint.host = at->host;
+        endpoint.port = at->port;
+        response.node_endpoints.push_back(std::move(endpoint));
+      }
+    }
     out.current_leader.leader_epoch = state_.epoch;
     out.log_start_offset = log_->log_start_offset();
     net::FetchResponse::FetchableTopicResponse topic;
@@ -1140,16 +1375,22 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
     co_return respond();
   }
   const io::Instant now = ctx_->clock().now();
-  if (config_.voters.contains(replica) && replica != config_.node_id) {
-    Progress& progress = voters_progress_[replica];
+  if (replica >= 0 && replica != config_.node_id) {
+    Progress& progress = progress_[replica];
+    // Caught up: at the log end now, or at the log end of its last fetch
+    // (as of that fetch).
+    if (p->fetch_offset >= log_->log_end_offset()) {
+      progress.last_caught_up = now;
+    } else if (progress.last_fetch.has_value() && p->fetch_offset >= progress.leader_end_at_last_fetch) {
+      progress.last_caught_up = std::max(progress.last_caught_up.value_or(io::Instant{}), *progress.last_fetch);
+    }
+    progress.leader_end_at_last_fetch = log_->log_end_offset();
     progress.end_offset = p->fetch_offset;
     progress.last_fetch = now;
-    progress.acknowledged = true;
-    update_high_watermark();
-  } else if (replica >= 0) {
-    Progress& progress = observers_progress_[replica];
-    progress.end_offset = p->fetch_offset;
-    progress.last_fetch = now;
+    if (voters().contains(replica)) {
+      progress.acknowledged = true;
+      update_high_watermark();
+    }
   }
   const size_t max_bytes = static_cast<size_t>(
       std::max<int32_t>(1, std::min(request.max_bytes, p->partition_max_bytes)));
@@ -1195,14 +1436,16 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_describe_quorum(const net
   }
   response.error_message = std::nullopt;
   response.topics.push_back(metadata_topic<net::DescribeQuorumResponse::TopicData>(d));
-  for (const auto& [id, address] : config_.voters) {
+  for (const auto& [id, voter] : voters()) {
     net::DescribeQuorumResponse::Node node;
     node.node_id = id;
-    net::DescribeQuorumResponse::Listener listener;
-    listener.name = "CONTROLLER";
-    listener.host = address.host;
-    listener.port = address.port;
-    node.listeners.push_back(std::move(listener));
+    for (const VoterEndpoint& e : voter.endpoints) {
+      net::DescribeQuorumResponse::Listener listener;
+      listener.name = e.name;
+      listener.host = e.address.host;
+      listener.port = e.address.port;
+      node.listeners.push_back(std::move(listener));
+    }
     response.nodes.push_back(std::move(node));
   }
   co_return net::encode_response(response, frame.header);
@@ -1237,7 +1480,14 @@ io::Task<absl::Status> RaftNode::snapshot(int64_t end_offset, std::vector<io::Bu
   if (!epoch.has_value()) co_return absl::FailedPreconditionError("snapshot: no epoch for its last offset");
   const SnapshotId id{end_offset, *epoch};
   const int64_t now_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
-  CO_ASSIGN_OR_RETURN(io::Buffer bytes, encode_snapshot(values, now_ms));
+  // A dynamic quorum's snapshot carries the voters as of its end.
+  KRaftControl kraft;
+  if (dynamic()) {
+    const VoterHistory::Entry& at = history_.before(end_offset);
+    kraft.kraft_version = at.kraft_version;
+    if (!at.voters.empty()) kraft.voters = at.voters;
+  }
+  CO_ASSIGN_OR_RETURN(io::Buffer bytes, encode_snapshot(values, now_ms, 1000, &kraft));
   absl::Status written = co_await write_snapshot(ctx_->disk(), config_.log_dir, id, bytes);
   if (!written.ok()) co_return fail(std::move(written));
   CO_RETURN_IF_ERROR(co_await adopt_snapshot(id, std::move(bytes)));
@@ -1303,6 +1553,7 @@ io::Task<absl::Status> RaftNode::fetch_snapshot(uint64_t generation, int32_t lea
     // start again from the snapshot's end.
     absl::Status reset = co_await log_->truncate_fully_and_start_at(id.end_offset);
     if (!reset.ok()) co_return fail(std::move(reset));
+    history_.truncate_to(id.end_offset);
     changed();
     co_return absl::OkStatus();
   }
@@ -1315,6 +1566,14 @@ io::Task<absl::Status> RaftNode::fetch_snapshot(uint64_t generation, int32_t lea
   if (!written.ok()) co_return fail(std::move(written));
   absl::Status reset = co_await log_->truncate_fully_and_start_at(id.end_offset);
   if (!reset.ok()) co_return fail(std::move(reset));
+  if (dynamic()) {
+    CO_ASSIGN_OR_RETURN(KRaftControl kraft, snapshot_kraft_control(bytes));
+    if (kraft.voters.has_value()) {
+      history_.reset(id.end_offset - 1, kraft.kraft_version.value_or(kraft_version()), *kraft.voters);
+    } else {
+      history_.truncate_to(id.end_offset);
+    }
+  }
   CO_RETURN_IF_ERROR(co_await adopt_snapshot(id, std::move(bytes)));
   ctx_->log().info("raft: installed snapshot {} from leader {}", snapshot_file_name(id), leader);
   high_watermark_ = std::max(high_watermark_, id.end_offset);
@@ -1371,6 +1630,241 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch_snapshot(const net:
   topic.partitions.push_back(std::move(out));
   response.topics.push_back(std::move(topic));
   co_return net::encode_response(response, frame.header);
+}
+
+// --- voter changes (KIP-853) -------------------------------------------------
+
+std::optional<std::pair<net::Error, std::string>> RaftNode::voter_change_blocked() const {
+  if (role_ != Role::kLeader) {
+    return std::make_pair(net::Error::kNotLeaderOrFollower,
+                          fmt::format("node {} is not the leader (leader {} in epoch {})", config_.node_id,
+                                      state_.leader_id, state_.epoch));
+  }
+  if (high_watermark_ <= epoch_start_offset_) {
+    return std::make_pair(net::Error::kRequestTimedOut,
+                          std::string("the leader has not committed in its epoch yet"));
+  }
+  if (kraft_version() < 1) {
+    return std::make_pair(net::Error::kUnsupportedVersion,
+                          fmt::format("the voter set cannot change: kraft.version is {}", kraft_version()));
+  }
+  if (!config_.unsafe_concurrent_voter_changes && history_.latest().offset >= high_watermark_) {
+    return std::make_pair(net::Error::kRequestTimedOut,
+                          fmt::format("the voter change at offset {} is not committed yet (high watermark {})",
+                                      history_.latest().offset, high_watermark_));
+  }
+  return std::nullopt;
+}
+
+io::Task<absl::StatusOr<int64_t>> RaftNode::append_voters(VoterSet next) {
+  CO_ASSIGN_OR_RETURN(io::Buffer value, encode_voters_record(next));
+  net::RecordBatchOptions options;
+  options.partition_leader_epoch = state_.epoch;
+  options.control = true;
+  net::RecordBatchBuilder builder(options);
+  net::NewRecord record;
+  record.timestamp_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
+  record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVoters});
+  record.value = std::move(value);
+  builder.append(std::move(record));
+  CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
+  absl::StatusOr<storage::AppendResult> appended =
+      co_await log_->append_as_leader(std::move(batch), state_.epoch, storage::AppendOrigin::kCoordinator);
+  if (!appended.ok()) co_return fail(appended.status());
+  if (!appended->ok()) {
+    co_return absl::InternalError(fmt::format("raft: voters batch rejected: {}", appended->error_message));
+  }
+  KRaftControl control;
+  control.voters = std::move(next);
+  history_.add(appended->last_offset, control);
+  ctx_->log().info("raft: voters {} appended at offset {}", fmt::join(voter_ids(), ","), appended->last_offset);
+  changed();
+  if (config_.unsafe_ack_before_flush) {
+    update_high_watermark();
+  } else {
+    scope_->spawn(flush_appended(generation_, appended->last_offset + 1));
+  }
+  co_return appended->last_offset;
+}
+
+io::Task<std::pair<net::Error, std::string>> RaftNode::await_voter_change(int64_t offset, int32_t epoch,
+                                                                          io::Instant deadline) {
+  absl::Status s = co_await wait_committed(offset, epoch, deadline);
+  if (s.ok()) co_return std::make_pair(net::Error::kNone, std::string());
+  if (absl::IsDeadlineExceeded(s)) {
+    co_return std::make_pair(net::Error::kRequestTimedOut,
+                             fmt::format("the voter change at offset {} did not commit in time", offset));
+  }
+  if (absl::IsAborted(s)) co_return std::make_pair(net::Error::kNotLeaderOrFollower, std::string(s.message()));
+  co_return std::make_pair(net::Error::kUnknownServerError, std::string(s.message()));
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_add_voter(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::AddRaftVoterRequest request, net::decode_body<net::AddRaftVoterRequest>(frame));
+  net::AddRaftVoterResponse response;
+  auto answer = [&](net::Error e, std::string message) {
+    response.error_code = err(e);
+    response.error_message = e == net::Error::kNone ? std::nullopt : std::optional<std::string>(std::move(message));
+    if (e != net::Error::kNone) {
+      ctx_->log().info("raft: add voter {}: {}: {}", request.voter_id, net::error_name(err(e)),
+                       *response.error_message);
+    }
+    return net::encode_response(response, frame.header);
+  };
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    co_return answer(net::Error::kInconsistentClusterId, "the cluster id does not match");
+  }
+  if (auto blocked = voter_change_blocked()) co_return answer(blocked->first, std::move(blocked->second));
+  if (request.voter_id < 0) co_return answer(net::Error::kInvalidRequest, "the voter id is negative");
+  if (voters().contains(request.voter_id)) {
+    co_return answer(net::Error::kDuplicateVoter,
+                     fmt::format("voter {} is already one of the voters {}", request.voter_id,
+                                 fmt::join(voter_ids(), ",")));
+  }
+  Voter voter;
+  voter.id = request.voter_id;
+  voter.directory_id = request.voter_directory_id;
+  for (const auto& l : request.listeners) {
+    voter.endpoints.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
+  }
+  if (!voter.address(config_.listener_name).has_value()) {
+    co_return answer(net::Error::kInvalidRequest,
+                     fmt::format("voter {} names no endpoint for {}", request.voter_id, config_.listener_name));
+  }
+  // The new voter must be caught up, or the high watermark would stall
+  // until it is.
+  auto progress = progress_.find(request.voter_id);
+  const io::Instant now = ctx_->clock().now();
+  if (progress == progress_.end() || !progress->second.last_caught_up.has_value() ||
+      *progress->second.last_caught_up + config_.fetch_timeout < now) {
+    co_return answer(net::Error::kRequestTimedOut,
+                     fmt::format("replica {} is not fetching or not caught up with the leader", request.voter_id));
+  }
+  VoterSet next = voters();
+  next.emplace(voter.id, voter);
+  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
+  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError, std::string(offset.status().message()));
+  const int32_t epoch = state_.epoch;
+  lock.release();
+  const io::Instant deadline =
+      now + (request.timeout_ms > 0 ? io::Duration(std::chrono::milliseconds(request.timeout_ms))
+                                    : config_.request_timeout);
+  auto [e, message] = co_await await_voter_change(*offset, epoch, deadline);
+  co_return answer(e, std::move(message));
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_remove_voter(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::RemoveRaftVoterRequest request, net::decode_body<net::RemoveRaftVoterRequest>(frame));
+  net::RemoveRaftVoterResponse response;
+  auto answer = [&](net::Error e, std::string message) {
+    response.error_code = err(e);
+    response.error_message = e == net::Error::kNone ? std::nullopt : std::optional<std::string>(std::move(message));
+    if (e != net::Error::kNone) {
+      ctx_->log().info("raft: remove voter {}: {}: {}", request.voter_id, net::error_name(err(e)),
+                       *response.error_message);
+    }
+    return net::encode_response(response, frame.header);
+  };
+  auto lock = co_await mu_.lock();
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
+    co_return answer(net::Error::kInconsistentClusterId, "the cluster id does not match");
+  }
+  if (auto blocked = voter_change_blocked()) co_return answer(blocked->first, std::move(blocked->second));
+  auto it = voters().find(request.voter_id);
+  if (it == voters().end() || it->second.directory_id != request.voter_directory_id) {
+    co_return answer(net::Error::kVoterNotFound,
+                     fmt::format("voter {} (directory {}) is not one of the voters {}", request.voter_id,
+                                 request.voter_directory_id.to_string(), fmt::join(voter_ids(), ",")));
+  }
+  if (voters().size() == 1) {
+    co_return answer(net::Error::kInvalidRequest, "the last voter cannot be removed");
+  }
+  VoterSet next = voters();
+  next.erase(request.voter_id);
+  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
+  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError, std::string(offset.status().message()));
+  const int32_t epoch = state_.epoch;
+  lock.release();
+  auto [e, message] =
+      co_await await_voter_change(*offset, epoch, ctx_->clock().now() + config_.request_timeout);
+  co_return answer(e, std::move(message));
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_update_voter(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::UpdateRaftVoterRequest request, net::decode_body<net::UpdateRaftVoterRequest>(frame));
+  net::UpdateRaftVoterResponse response;
+  auto lock = co_await mu_.lock();
+  auto answer = [&](net::Error e) {
+    response.error_code = err(e);
+    response.current_leader.leader_id =
+        role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+    response.current_leader.leader_epoch = state_.epoch;
+    if (role_ == Role::kLeader && config_.advertised.has_value()) {
+      response.current_leader.host = config_.advertised->host;
+      response.current_leader.port = config_.advertised->port;
+    }
+    return net::encode_response(response, frame.header);
+  };
+  if (!cluster_matches(request.cluster_id, config_.cluster_id)) co_return answer(net::Error::kInconsistentClusterId);
+  if (request.current_leader_epoch < state_.epoch) co_return answer(net::Error::kFencedLeaderEpoch);
+  if (request.current_leader_epoch > state_.epoch) co_return answer(net::Error::kUnknownLeaderEpoch);
+  if (auto blocked = voter_change_blocked()) co_return answer(blocked->first);
+  auto it = voters().find(request.voter_id);
+  if (it == voters().end() || it->second.directory_id != request.voter_directory_id) {
+    co_return answer(net::Error::kVoterNotFound);
+  }
+  const auto& range = request.k_raft_version_feature;
+  if (range.min_supported_version > kraft_version() || range.max_supported_version < kraft_version()) {
+    co_return answer(net::Error::kInvalidRequest);
+  }
+  Voter updated = it->second;
+  updated.endpoints.clear();
+  for (const auto& l : request.listeners) {
+    updated.endpoints.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
+  }
+  if (!updated.address(config_.listener_name).has_value()) co_return answer(net::Error::kInvalidRequest);
+  updated.min_kraft_version = range.min_supported_version;
+  updated.max_kraft_version = range.max_supported_version;
+  if (updated == it->second) co_return answer(net::Error::kNone);
+  VoterSet next = voters();
+  next[updated.id] = updated;
+  peers_.erase(updated.id);  // reconnect to the new address
+  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
+  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError);
+  const int32_t epoch = state_.epoch;
+  lock.release();
+  auto [e, message] =
+      co_await await_voter_change(*offset, epoch, ctx_->clock().now() + config_.request_timeout);
+  lock = co_await mu_.lock();
+  co_return answer(e);
+}
+
+io::Task<void> RaftNode::send_update_voter(uint64_t generation, int32_t leader) {
+  net::Peer* target = peer(leader);
+  if (target == nullptr || !config_.advertised.has_value()) co_return;
+  net::UpdateRaftVoterRequest request;
+  request.cluster_id = config_.cluster_id;
+  request.current_leader_epoch = state_.epoch;
+  request.voter_id = config_.node_id;
+  request.voter_directory_id = config_.directory_id;
+  net::UpdateRaftVoterRequest::Listener listener;
+  listener.name = config_.listener_name;
+  listener.host = config_.advertised->host;
+  listener.port = config_.advertised->port;
+  request.listeners.push_back(std::move(listener));
+  request.k_raft_version_feature.min_supported_version = 0;
+  request.k_raft_version_feature.max_supported_version = kKRaftVersionMax;
+  absl::StatusOr<net::UpdateRaftVoterResponse> response =
+      co_await target->call<net::UpdateRaftVoterResponse>(request, kUpdateVoterVersion, config_.request_timeout);
+  if (generation_ != generation) co_return;
+  if (!response.ok() || response->error_code != 0) {
+    // Tried again in a later epoch, or after the next fetch of this one.
+    ctx_->log().info("raft: update voter: {}", response.ok() ? std::string(net::error_name(response->error_code))
+                                                            : response.status().ToString());
+    auto lock = co_await mu_.lock();
+    if (generation_ == generation) update_sent_epoch_ = -1;
+  }
 }
 
 }  // namespace brook::raft

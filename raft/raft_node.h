@@ -61,6 +61,7 @@
 #include "net/kafka/wire.h"
 #include "raft/quorum_state.h"
 #include "raft/snapshot.h"
+#include "raft/voter_set.h"
 #include "storage/log.h"
 
 namespace brook::raft {
@@ -82,8 +83,20 @@ std::string_view role_name(Role role);
 
 struct RaftConfig {
   int32_t node_id = 0;
-  // controller.quorum.voters: id -> address.
+  // controller.quorum.voters: id -> address. A static quorum
+  // (kraft.version 0). Left empty, the quorum is dynamic (KIP-853): the
+  // voter set comes from the bootstrap checkpoint (format --standalone or
+  // --initial-controllers) and from VotersRecords in the log, and changes
+  // with AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter.
   std::map<int32_t, io::Address> voters;
+  // controller.quorum.bootstrap.servers: asked for the leader by a replica
+  // that knows no voter (one formatted without initial controllers).
+  std::vector<io::Address> bootstrap_servers;
+  // This replica's log directory id and its endpoint under `listener_name`
+  // (the first of controller.listener.names), as a voter set records them.
+  net::Uuid directory_id;
+  std::string listener_name = "CONTROLLER";
+  std::optional<io::Address> advertised;
   std::string cluster_id;
   // The log's directory relative to the Disk's root.
   std::string log_dir = "__cluster_metadata-0";
@@ -103,6 +116,10 @@ struct RaftConfig {
   // leader, count) appended offsets before they are flushed.
   bool unsafe_skip_vote_persist = false;
   bool unsafe_ack_before_flush = false;
+  // Mutation testing only: the leader accepts a voter change while the
+  // previous one is still uncommitted (two changes in flight can form
+  // majorities that do not overlap).
+  bool unsafe_concurrent_voter_changes = false;
 };
 
 // One committed batch, as stored (a slice of the log's bytes).
@@ -199,7 +216,18 @@ class RaftNode {
   int32_t leader_id() const { return state_.leader_id; }
   int32_t voted_id() const { return state_.voted_id; }
   int32_t node_id() const { return config_.node_id; }
-  bool is_voter() const { return config_.voters.contains(config_.node_id); }
+  bool is_voter() const;
+  // Whether this replica stands for election: a voter, or a replica whose
+  // removal it has not seen committed (the previous voters may still need
+  // it to elect anyone).
+  bool electable() const;
+  std::vector<int32_t> voter_ids() const;
+  // The voter set in effect: the latest in the log, committed or not.
+  const VoterSet& voters() const { return history_.latest().voters; }
+  // The finalized kraft.version (0: static voters; 1: dynamic).
+  int16_t kraft_version() const { return history_.latest().kraft_version; }
+  // Whether the latest voter change is committed.
+  bool voter_change_committed() const { return history_.latest().offset < high_watermark_; }
   int64_t high_watermark() const { return high_watermark_; }
   storage::Log& log() { return *log_; }
   const RaftConfig& config() const { return config_; }
@@ -211,6 +239,12 @@ class RaftNode {
     int64_t end_offset = -1;
     std::optional<io::Instant> last_fetch;
     bool acknowledged = false;
+    // The leader's log end when this replica last fetched, and when the
+    // replica last reached the leader's log end (Kafka's
+    // lastCaughtUpTimestamp): a replica may join the voters only when it
+    // is caught up.
+    int64_t leader_end_at_last_fetch = -1;
+    std::optional<io::Instant> last_caught_up;
   };
 
   RaftNode(io::Context& ctx, RaftConfig config, std::unique_ptr<storage::Log> log);
@@ -237,7 +271,9 @@ class RaftNode {
   io::Task<void> send_begin_epoch(uint64_t generation, int32_t voter);
   io::Task<void> send_end_epoch(int32_t epoch, int32_t voter, std::vector<int32_t> successors);
   io::Task<void> append_leader_change(uint64_t generation);
-  io::Task<absl::Status> fetch_once(uint64_t generation, int32_t leader);
+  // Fetches from the leader `leader`, or (kNoNode) from `target`, a voter or
+  // bootstrap server that may know the leader.
+  io::Task<absl::Status> fetch_once(uint64_t generation, int32_t leader, net::Peer* target);
   // Leader: flushes an appended batch, then counts it for the high
   // watermark.
   io::Task<void> flush_appended(uint64_t generation, int64_t end);
@@ -249,6 +285,27 @@ class RaftNode {
   io::Task<absl::StatusOr<io::BufferChain>> on_fetch(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_quorum(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_fetch_snapshot(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_add_voter(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_remove_voter(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_update_voter(const net::RequestFrame& frame);
+
+  // Voter changes (leader, mutex held). Why a change cannot start now, or
+  // nullopt: the leader must have committed in its epoch and the previous
+  // change must have committed.
+  std::optional<std::pair<net::Error, std::string>> voter_change_blocked() const;
+  // Appends a VotersRecord with `voters`; the offset it took.
+  io::Task<absl::StatusOr<int64_t>> append_voters(VoterSet voters);
+  // The answer to a voter change appended at `offset`, once it commits
+  // (or the epoch ends, or the deadline passes). Called without the mutex.
+  io::Task<std::pair<net::Error, std::string>> await_voter_change(int64_t offset, int32_t epoch,
+                                                                  io::Instant deadline);
+  // A voter whose recorded endpoint differs from its own tells the leader
+  // (UpdateRaftVoter), once per epoch.
+  io::Task<void> send_update_voter(uint64_t generation, int32_t leader);
+  // Reads the kraft control records of appended batches into history_.
+  absl::Status scan_control_batches(const io::Buffer& records);
+  // At open: the voter set from the bootstrap, the snapshot and the log.
+  io::Task<absl::Status> load_voters(const std::optional<KRaftControl>& bootstrap);
   // Follower: fetches snapshot `id` from the leader and installs it (the
   // log restarts at its end). Called with the mutex released.
   io::Task<absl::Status> fetch_snapshot(uint64_t generation, int32_t leader, SnapshotId id);
@@ -260,7 +317,10 @@ class RaftNode {
   void set_high_watermark(int64_t hw);
   bool log_up_to_date(int32_t last_epoch, int64_t last_offset) const;
   int32_t last_epoch() const;
-  size_t majority() const { return config_.voters.size() / 2 + 1; }
+  size_t majority() const { return voters().size() / 2 + 1; }
+  // How many of `ids` are voters.
+  size_t voters_among(const std::set<int32_t>& ids) const;
+  bool dynamic() const { return config_.voters.empty(); }
   io::Duration random_backoff(io::Duration max);
   net::Peer* peer(int32_t id);
   absl::Status fail(absl::Status status);
@@ -280,10 +340,13 @@ class RaftNode {
   std::optional<io::Instant> last_leader_contact_;
   std::set<int32_t> granted_;          // prospective/candidate: votes so far
   std::set<int32_t> rejected_;
-  std::map<int32_t, Progress> voters_progress_;     // leader
-  std::map<int32_t, Progress> observers_progress_;  // leader
+  std::map<int32_t, Progress> progress_;  // leader: every replica that fetches
   std::map<int32_t, std::unique_ptr<net::Peer>> peers_;
-  int32_t observer_target_ = kNoNode;  // observers: the voter asked next
+  std::vector<std::unique_ptr<net::Peer>> bootstrap_peers_;
+  VoterHistory history_;
+  // Leaders' addresses learned from answers (NodeEndpoints) and requests.
+  std::map<int32_t, io::Address> learned_addresses_;
+  int32_t update_sent_epoch_ = -1;  // the epoch this voter sent UpdateRaftVoter in
   io::WaitList changed_;               // any state, HW or log change
   uint64_t changes_ = 0;               // counts changed() calls
   RaftListener* listener_ = nullptr;

@@ -77,7 +77,7 @@ std::optional<SnapshotId> parse_snapshot_file_name(std::string_view name) {
 
 absl::StatusOr<io::Buffer> encode_snapshot(const std::vector<io::Buffer>& values,
                                            int64_t last_contained_timestamp_ms,
-                                           size_t records_per_batch) {
+                                           size_t records_per_batch, const KRaftControl* kraft) {
   io::BufferChain out;
   int64_t offset = 0;
   net::SnapshotHeaderRecord header;
@@ -85,6 +85,30 @@ absl::StatusOr<io::Buffer> encode_snapshot(const std::vector<io::Buffer>& values
   ASSIGN_OR_RETURN(io::Buffer head, control_batch(net::ControlRecordType::kSnapshotHeader, header,
                                                   offset++, last_contained_timestamp_ms));
   out.append(std::move(head));
+  if (kraft != nullptr && (kraft->kraft_version.has_value() || kraft->voters.has_value())) {
+    net::RecordBatchOptions options;
+    options.base_offset = offset;
+    options.control = true;
+    net::RecordBatchBuilder builder(options);
+    auto add = [&](net::ControlRecordType type, io::Buffer value) {
+      net::NewRecord record;
+      record.timestamp_ms = last_contained_timestamp_ms;
+      record.key = net::encode_control_record_key({.version = net::kControlRecordKeyVersion, .type = type});
+      record.value = std::move(value);
+      builder.append(std::move(record));
+    };
+    if (kraft->kraft_version.has_value()) {
+      ASSIGN_OR_RETURN(io::Buffer v, encode_kraft_version_record(*kraft->kraft_version));
+      add(net::ControlRecordType::kKRaftVersion, std::move(v));
+    }
+    if (kraft->voters.has_value()) {
+      ASSIGN_OR_RETURN(io::Buffer v, encode_voters_record(*kraft->voters));
+      add(net::ControlRecordType::kKRaftVoters, std::move(v));
+    }
+    offset += static_cast<int64_t>(builder.record_count());
+    ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
+    out.append(std::move(batch));
+  }
   for (size_t i = 0; i < values.size(); i += records_per_batch) {
     net::RecordBatchOptions options;
     options.base_offset = offset;
@@ -138,6 +162,30 @@ absl::StatusOr<std::vector<io::Buffer>> decode_snapshot(const io::Buffer& bytes)
   return values;
 }
 
+absl::StatusOr<KRaftControl> snapshot_kraft_control(const io::Buffer& bytes) {
+  net::BatchIterator it(bytes, {.crc = net::CrcCheck::kVerify, .partial = net::PartialBatch::kReject});
+  KRaftControl out;
+  while (true) {
+    absl::StatusOr<std::optional<net::BatchView>> next = it.next();
+    if (!next.ok()) return absl::DataLossError(fmt::format("snapshot: {}", std::string(next.status().message())));
+    if (!next->has_value()) break;
+    if (!(*next)->header.is_control()) continue;
+    ASSIGN_OR_RETURN(KRaftControl found, read_kraft_control((*next)->bytes));
+    if (found.kraft_version.has_value()) out.kraft_version = found.kraft_version;
+    if (found.voters.has_value()) out.voters = std::move(found.voters);
+  }
+  return out;
+}
+
+io::Task<absl::Status> write_bootstrap_checkpoint(io::Disk& disk, std::string dir, VoterSet voters) {
+  KRaftControl kraft;
+  kraft.kraft_version = kKRaftVersionMax;
+  kraft.voters = std::move(voters);
+  CO_ASSIGN_OR_RETURN(io::Buffer bytes, encode_snapshot({}, 0, 1000, &kraft));
+  if (!dir.empty()) CO_RETURN_IF_ERROR(co_await disk.make_dir(dir));
+  co_return co_await write_snapshot(disk, std::move(dir), kBootstrapSnapshotId, std::move(bytes));
+}
+
 io::Task<absl::Status> write_snapshot(io::Disk& disk, std::string dir, SnapshotId id, io::Buffer bytes) {
   co_return co_await storage::write_file_atomically(disk, path_of(dir, id), std::move(bytes));
 }
@@ -164,7 +212,10 @@ io::Task<absl::StatusOr<std::vector<SnapshotId>>> list_snapshots(io::Disk& disk,
   std::vector<SnapshotId> out;
   for (const std::string& name : names) {
     if (name.ends_with(".checkpoint.tmp")) {
-      CO_RETURN_IF_ERROR(co_await disk.remove(dir.empty() ? name : fmt::format("{}/{}", dir, name)));
+      // (The path is built first: g++ 12 destroys a ?: temporary inside a
+      // co_await expression twice.)
+      const std::string path = dir.empty() ? name : fmt::format("{}/{}", dir, name);
+      CO_RETURN_IF_ERROR(co_await disk.remove(path));
       continue;
     }
     if (std::optional<SnapshotId> id = parse_snapshot_file_name(name)) out.push_back(*id);

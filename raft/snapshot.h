@@ -22,6 +22,7 @@
 #include "io/buffer.h"
 #include "io/disk.h"
 #include "io/task.h"
+#include "raft/voter_set.h"
 
 namespace brook::raft {
 
@@ -35,9 +36,21 @@ std::string snapshot_file_name(SnapshotId id);
 std::optional<SnapshotId> parse_snapshot_file_name(std::string_view name);
 
 // The file's bytes for `values` (at most records_per_batch per data batch).
+// With `kraft`, a control batch holding its KRaftVersionRecord and
+// VotersRecord follows the header (as Kafka writes them).
 absl::StatusOr<io::Buffer> encode_snapshot(const std::vector<io::Buffer>& values,
                                            int64_t last_contained_timestamp_ms,
-                                           size_t records_per_batch = 1000);
+                                           size_t records_per_batch = 1000,
+                                           const KRaftControl* kraft = nullptr);
+// The kraft control records of a snapshot that passed decode_snapshot.
+absl::StatusOr<KRaftControl> snapshot_kraft_control(const io::Buffer& bytes);
+
+// The bootstrap checkpoint of a dynamic quorum (`format --standalone` or
+// `--initial-controllers`): snapshot 0-0 holding only kraft.version 1 and
+// the initial voters. A replica reads it for its first voter set; it is
+// not a snapshot of any state and is never handed to the listener.
+inline constexpr SnapshotId kBootstrapSnapshotId{0, 0};
+io::Task<absl::Status> write_bootstrap_checkpoint(io::Disk& disk, std::string dir, VoterSet voters);
 // Checks a snapshot's bytes: whole batches with good CRCs, a header control
 // batch first, a footer control batch last. Returns the record values in
 // order. DataLoss otherwise.

@@ -18,13 +18,19 @@
 #include "core/metadata/image.h"
 #include "core/metadata/record_serde.h"
 #include "io/status.h"
+#include "net/kafka/messages/add_raft_voter_request.h"
+#include "net/kafka/messages/add_raft_voter_response.h"
 #include "net/kafka/messages/config_record.h"
 #include "net/kafka/messages/feature_level_record.h"
 #include "net/kafka/messages/partition_change_record.h"
 #include "net/kafka/messages/partition_record.h"
+#include "net/kafka/messages/remove_raft_voter_request.h"
+#include "net/kafka/messages/remove_raft_voter_response.h"
 #include "net/kafka/messages/topic_record.h"
 #include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
+#include "raft/snapshot.h"
+#include "raft/voter_set.h"
 #include "sim/world.h"
 #include "storage/log.h"
 
@@ -122,6 +128,31 @@ struct KraftOracle {
     return std::max(acked_end, committed.empty() ? 0 : committed.rbegin()->second.last_offset + 1);
   }
 
+  // Reconfiguration: the voter sets committed, by the offset of their
+  // record (-1: the bootstrap set).
+  void voters_committed(int64_t offset, std::set<int32_t> ids) {
+    auto [it, fresh] = committed_voters.emplace(offset, ids);
+    if (!fresh && it->second != ids) {
+      violation(fmt::format("committed voter set changed at offset {}: [{}] and [{}]", offset,
+                            fmt::join(it->second, ","), fmt::join(ids, ",")));
+    }
+  }
+  // The voter sets that may have committed a batch ending at `last`: the
+  // one in effect at it (a batch holding a voter set is committed by that
+  // set) and every later one (the high watermark can pass the batch only
+  // after a later change, counted by the later set).
+  std::vector<const std::set<int32_t>*> voters_from(int64_t last) const {
+    auto it = committed_voters.upper_bound(last);
+    BROOK_ASSERT(it != committed_voters.begin());
+    std::vector<const std::set<int32_t>*> out;
+    for (--it; it != committed_voters.end(); ++it) out.push_back(&it->second);
+    return out;
+  }
+  std::map<int64_t, std::set<int32_t>> committed_voters;
+  uint64_t voter_changes_asked = 0;
+  uint64_t voters_added = 0;
+  uint64_t voters_removed = 0;
+
   std::map<int32_t, int32_t> leaders;  // epoch -> node id
   std::map<std::pair<int32_t, int32_t>, int32_t> votes;  // (node, epoch) -> candidate
   std::map<int64_t, BatchId> committed;                  // base offset -> batch
@@ -183,7 +214,14 @@ struct KraftShared {
   raft::RaftConfig raft_config(int index) const {
     raft::RaftConfig rc;
     rc.node_id = index + 1;
-    rc.voters = voters;
+    if (config.reconfig) {
+      rc.bootstrap_servers = addresses;
+      rc.directory_id = directory_id(index);
+      rc.advertised = address_of(index);
+      rc.unsafe_concurrent_voter_changes = config.mutation == "concurrent-voter-changes";
+    } else {
+      rc.voters = voters;
+    }
     rc.cluster_id = "brook-sim-cluster";
     rc.log_config.segment_bytes = config.segment_bytes;
     rc.election_timeout = config.election_timeout;
@@ -207,6 +245,20 @@ struct KraftShared {
   }
 
   io::Address address_of(int index) const { return addresses[static_cast<size_t>(index)]; }
+  static net::Uuid directory_id(int index) {
+    net::Uuid id;
+    id.bytes[0] = 0xd1;
+    id.bytes[15] = static_cast<uint8_t>(index + 1);
+    return id;
+  }
+  // The voter set the scenario has committed last (reconfig), else the
+  // static voters 1..voters.
+  std::set<int32_t> final_voters() const {
+    if (config.reconfig && !oracle.committed_voters.empty()) return oracle.committed_voters.rbegin()->second;
+    std::set<int32_t> ids;
+    for (int i = 1; i <= config.voters; ++i) ids.insert(i);
+    return ids;
+  }
 
   const KraftConfig& config;
   std::map<int32_t, io::Address> voters;
@@ -216,6 +268,10 @@ struct KraftShared {
   // Per node, while its main task runs: the image its listener replayed.
   std::vector<const metadata::MetadataImage*> images;
   bool writing = true;
+  // Reconfig: the voter set the membership agents work towards, and
+  // whether they are at it.
+  std::set<int32_t> target_voters;
+  bool reconfiguring = true;
 };
 
 // Images compare by contents; where the last record lay (provenance) is
@@ -269,7 +325,19 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe, public 
     shared_->oracle.committed_batch(
         index_, batch.base_offset,
         BatchId{.last_offset = batch.last_offset, .epoch = batch.epoch, .hash = fnv1a(batch.bytes.span())});
-    if (!batch.control) replay(batch);
+    if (!batch.control) {
+      replay(batch);
+    } else if (shared_->config.reconfig) {
+      absl::StatusOr<raft::KRaftControl> kraft = raft::read_kraft_control(batch.bytes);
+      if (!kraft.ok()) {
+        shared_->oracle.violation(fmt::format("node {}: control batch at {} does not decode: {}", index_ + 1,
+                                              batch.base_offset, kraft.status().ToString()));
+      } else if (kraft->voters.has_value()) {
+        std::set<int32_t> ids;
+        for (const auto& entry : *kraft->voters) ids.insert(entry.first);
+        shared_->oracle.voters_committed(batch.last_offset, std::move(ids));
+      }
+    }
     ++batches_since_snapshot;
   }
 
@@ -837,7 +905,85 @@ io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checke
   }
 }
 
+// Reconfig: moves the voter set towards s->target_voters, one change at a
+// time as this node sees it, by asking the leader it knows. Agents on
+// every node do this at once, so a leader gets concurrent requests.
+io::Task<void> membership_agent(io::Context* ctx, raft::RaftNode* node, KraftShared* s) {
+  std::map<int32_t, std::unique_ptr<net::Peer>> peers;
+  while (true) {
+    co_await ctx->clock().sleep_for(io::Duration(ctx->random().uniform_range(
+        s->config.agent_interval_max.count() / 15, s->config.agent_interval_max.count())));
+    const int32_t leader = node->leader_id();
+    if (!s->reconfiguring || leader < 1) continue;
+    std::vector<std::pair<bool, int32_t>> changes;  // (add?, id)
+    const raft::VoterSet& voters = node->voters();
+    for (int32_t id : s->target_voters) {
+      if (!voters.contains(id)) changes.emplace_back(true, id);
+    }
+    for (const auto& entry : voters) {
+      if (!s->target_voters.contains(entry.first)) changes.emplace_back(false, entry.first);
+    }
+    if (changes.empty()) continue;
+    const auto [add, id] = changes[ctx->random().uniform(changes.size())];
+    auto it = peers.find(leader);
+    if (it == peers.end()) {
+      it = peers.emplace(leader, std::make_unique<net::Peer>(ctx->network(), ctx->clock(),
+                                                             s->address_of(leader - 1),
+                                                             fmt::format("membership-{}", node->node_id())))
+               .first;
+    }
+    ++s->oracle.voter_changes_asked;
+    if (add) {
+      net::AddRaftVoterRequest request;
+      request.cluster_id = node->config().cluster_id;
+      request.timeout_ms = 3000;
+      request.voter_id = id;
+      request.voter_directory_id = KraftShared::directory_id(id - 1);
+      net::AddRaftVoterRequest::Listener listener;
+      listener.name = "CONTROLLER";
+      listener.host = s->address_of(id - 1).host;
+      listener.port = s->address_of(id - 1).port;
+      request.listeners.push_back(std::move(listener));
+      absl::StatusOr<net::AddRaftVoterResponse> response =
+          co_await it->second->call<net::AddRaftVoterResponse>(request, 0, 4s);
+      if (response.ok() && response->error_code == 0) ++s->oracle.voters_added;
+    } else {
+      net::RemoveRaftVoterRequest request;
+      request.cluster_id = node->config().cluster_id;
+      request.voter_id = id;
+      request.voter_directory_id = KraftShared::directory_id(id - 1);
+      absl::StatusOr<net::RemoveRaftVoterResponse> response =
+          co_await it->second->call<net::RemoveRaftVoterResponse>(request, 0, 4s);
+      if (response.ok() && response->error_code == 0) ++s->oracle.voters_removed;
+    }
+  }
+}
+
+// `format --standalone` on first start: the node alone is the first voter.
+// (Its own coroutine: locals of a block scope in a coroutine that dies
+// while suspended are destroyed twice by g++ 12.)
+io::Task<absl::Status> format_standalone(io::Context* ctx, const KraftShared* s, int index) {
+  const raft::RaftConfig rc = s->raft_config(index);
+  CO_RETURN_IF_ERROR(co_await ctx->disk().make_dir(rc.log_dir));
+  CO_ASSIGN_OR_RETURN(std::vector<raft::SnapshotId> existing, co_await raft::list_snapshots(ctx->disk(), rc.log_dir));
+  if (!existing.empty()) co_return absl::OkStatus();
+  raft::Voter self;
+  self.id = rc.node_id;
+  self.directory_id = rc.directory_id;
+  self.endpoints.push_back(raft::VoterEndpoint{rc.listener_name, *rc.advertised});
+  raft::VoterSet first;
+  first.emplace(self.id, std::move(self));
+  co_return co_await raft::write_bootstrap_checkpoint(ctx->disk(), rc.log_dir, std::move(first));
+}
+
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
+  if (s->config.reconfig && index == 0) {
+    absl::Status formatted = co_await format_standalone(ctx, s, index);
+    if (!formatted.ok()) {
+      ctx->log().error("kraft: bootstrap checkpoint: {}", formatted.ToString());
+      co_return;
+    }
+  }
   absl::StatusOr<std::unique_ptr<raft::RaftNode>> opened =
       co_await raft::RaftNode::open(*ctx, s->raft_config(index));
   if (!opened.ok()) {
@@ -877,7 +1023,8 @@ io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
     tasks.spawn(admin_client(ctx, node.get(), &checker, s));
     tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
   } else {
-    if (node->is_voter()) tasks.spawn(writer(ctx, node.get(), &checker, s));
+    if (node->is_voter() || s->config.reconfig) tasks.spawn(writer(ctx, node.get(), &checker, s));
+    if (s->config.reconfig) tasks.spawn(membership_agent(ctx, node.get(), s));
     tasks.spawn(snapshotter(ctx, node.get(), &checker, s));
   }
   absl::Status ended = co_await node->run(**listener);
@@ -928,7 +1075,8 @@ io::Task<void> kraft_check_main(io::Context* ctx, KraftShared* s, int index) {
 // Every voter holds and has delivered everything committed so far.
 bool caught_up(const KraftShared& s) {
   const int64_t end = s.oracle.committed_end();
-  for (int i = 0; i < s.config.voters; ++i) {
+  for (int32_t id : s.final_voters()) {
+    const int i = id - 1;
     const raft::RaftNode* node = s.live[static_cast<size_t>(i)];
     if (node == nullptr || node->high_watermark() < end) return false;
     if (s.oracle.node_up_to[static_cast<size_t>(i)] < end) return false;
@@ -955,25 +1103,38 @@ void check_final(const KraftShared& s, bool live, std::vector<std::string>& fail
     if (failures.size() < kFailuresMax) failures.push_back(std::move(what));
   };
   const KraftOracle& o = s.oracle;
-  const int voters = s.config.voters;
-  const int majority = voters / 2 + 1;
+  const std::set<int32_t> final_voters = s.final_voters();
   for (int i = 0; i < static_cast<int>(o.final_read.size()); ++i) {
     if (!o.final_read[static_cast<size_t>(i)]) add(fmt::format("node {}: final read did not finish", i + 1));
   }
-  for (const auto& [base, id] : o.committed) {
-    int holders = 0;
-    for (int i = 0; i < voters; ++i) {
-      const auto& log = o.final_logs[static_cast<size_t>(i)];
+  for (const auto& entry : o.committed) {
+    const int64_t base = entry.first;
+    const BatchId& id = entry.second;
+    auto holds = [&](int32_t voter) {
+      const size_t i = static_cast<size_t>(voter - 1);
+      const auto& log = o.final_logs[i];
       auto it = log.find(base);
-      if ((it != log.end() && it->second == id) || id.last_offset < o.final_snapshot_end[static_cast<size_t>(i)]) {
-        ++holders;  // in the log, or in a snapshot (whose image was compared)
-      } else if (live) {
-        add(fmt::format("agreement: voter {} lacks committed {}", i + 1, describe_batch(base, id)));
-      }
+      // In the log, or in a snapshot (whose image was compared).
+      return (it != log.end() && it->second == id) || id.last_offset < o.final_snapshot_end[i];
+    };
+    // A majority of the voters that committed it holds it: all of them in a
+    // static quorum; one of the sets in effect from it on in a dynamic one.
+    std::vector<const std::set<int32_t>*> sets{&final_voters};
+    if (s.config.reconfig) sets = o.voters_from(id.last_offset);
+    bool durable = false;
+    for (const std::set<int32_t>* voters : sets) {
+      int holders = 0;
+      for (int32_t voter : *voters) holders += holds(voter) ? 1 : 0;
+      durable = durable || holders >= static_cast<int>(voters->size()) / 2 + 1;
     }
-    if (holders < majority) {
-      add(fmt::format("durability: committed {} is on {} of {} voters after power loss",
-                      describe_batch(base, id), holders, voters));
+    if (!durable) {
+      add(fmt::format("durability: committed {} is on no majority of the voters [{}] (or of a later voter set) "
+                      "after power loss",
+                      describe_batch(base, id), fmt::join(*sets.front(), ",")));
+    }
+    if (!live) continue;
+    for (int32_t voter : final_voters) {
+      if (!holds(voter)) add(fmt::format("agreement: voter {} lacks committed {}", voter, describe_batch(base, id)));
     }
   }
   for (const auto& [base, epoch] : o.acked) {
@@ -1010,7 +1171,11 @@ std::string KraftConfig::describe() const {
                                brokers, seconds(broker_session_timeout), seconds(heartbeat_interval),
                                controller_snapshot_bytes)
                  : "";
-  return controller_text + fmt::format("swarm: voters={} observers={} election timeout {} snapshot every {} batches segment {}B "
+  const std::string reconfig_text =
+      reconfig ? fmt::format("reconfig: dynamic quorum from node 1, target redrawn every <={}, agents every <={}\n",
+                             seconds(reconfig_every_max), seconds(agent_interval_max))
+               : "";
+  return controller_text + reconfig_text + fmt::format("swarm: voters={} observers={} election timeout {} snapshot every {} batches segment {}B "
                      "write every {}..{} records<={} workload={} quiet<={}{}\n{}",
                      voters, observers, seconds(election_timeout), snapshot_every, segment_bytes,
                      seconds(write_interval_min), seconds(write_interval_max),
@@ -1035,6 +1200,23 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     config.election_timeout = uniform_duration(r, 300ms, 800ms);
   } else if (options.name == "kraft-mutant-flush") {
     config.mutation = "ack-before-flush";
+  } else if (options.name.starts_with("kraft-reconfig")) {
+    io::Random r(options.seed ^ (kConfigSalt << 4));
+    config.reconfig = true;
+    config.voters = r.bernoulli(0.5) ? 3 : 5;  // nodes that may become voters
+    config.observers = 0;
+    config.reconfig_every_max = 8s;
+    config.agent_interval_max = 1500ms;
+    if (options.name != "kraft-reconfig") {
+      // Changes pile up: targets move every second or so, agents press,
+      // leaders crash and come back quickly.
+      config.reconfig_every_max = uniform_duration(r, 600ms, 2s);
+      config.agent_interval_max = uniform_duration(r, 100ms, 400ms);
+      config.faults.crash_interval = uniform_duration(r, 500ms, 3s);
+      config.faults.restart_delay_max = uniform_duration(r, 10ms, 500ms);
+      config.faults.crash_all_probability = 0;
+    }
+    if (options.name == "kraft-reconfig-mutant-concurrent") config.mutation = "concurrent-voter-changes";
   } else if (options.name.starts_with("controller")) {
     io::Random r(options.seed ^ (kConfigSalt << 3));
     config.controller = true;
@@ -1073,7 +1255,30 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   }
   FaultSchedule faults(world, config.faults);
   faults.start();
-  world.run_for(config.workload);
+  if (config.reconfig) {
+    // Grow from node 1 to every node, then redraw the target every few
+    // seconds: any non-empty subset.
+    shared.oracle.committed_voters.emplace(-1, std::set<int32_t>{1});
+    for (int i = 1; i <= config.voters; ++i) shared.target_voters.insert(i);
+    io::Random r(options.seed ^ (kConfigSalt << 5));
+    io::Duration left = config.workload;
+    while (left > io::Duration(0)) {
+      const io::Duration step = std::min(left, uniform_duration(r, config.reconfig_every_max / 4,
+                                                                 config.reconfig_every_max));
+      world.run_for(step);
+      left -= step;
+      shared.target_voters.clear();
+      for (int i = 1; i <= config.voters; ++i) {
+        if (r.bernoulli(0.6)) shared.target_voters.insert(i);
+      }
+      if (shared.target_voters.empty()) {
+        shared.target_voters.insert(static_cast<int32_t>(r.uniform_range(1, config.voters)));
+      }
+    }
+    shared.reconfiguring = false;
+  } else {
+    world.run_for(config.workload);
+  }
   faults.stop();
   const int64_t heal_ns = world.now_ns();
   // Liveness: a write made after the heal commits, then (writes stopped)
@@ -1158,6 +1363,11 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     result.summary = fmt::format(
         "controller: registrations={} heartbeats={} isr-changes={} producer-id-blocks={} admin={}/{} ok; ",
         o.registrations, o.heartbeats, o.isr_changes, o.producer_id_blocks, o.admin_ok, o.admin_requests);
+  }
+  if (config.reconfig) {
+    result.summary = fmt::format("reconfig: changes asked={} added={} removed={} final voters=[{}]; ",
+                                 o.voter_changes_asked, o.voters_added, o.voters_removed,
+                                 fmt::join(shared.final_voters(), ","));
   }
   result.summary += fmt::format(
       "epochs={} elections={} appends={} rejected={} acked={} commit-timeouts={} committed-batches={} "

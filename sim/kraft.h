@@ -36,6 +36,15 @@
 // before they are durable; "answer-before-commit" makes the controller
 // answer writes before they commit.
 //
+// The "kraft-reconfig" scenario checks the same with the voter set
+// changing under the faults: durability is judged against the voters in
+// effect at each committed batch, agreement and catching up against the
+// final voter set. "kraft-reconfig-harsh" redraws the target every second
+// or so, with agents pressing hard and crashes every few seconds;
+// "kraft-reconfig-mutant-concurrent" is the same weather for a leader that
+// accepts a voter change while the previous one is uncommitted, which the
+// checkers must catch.
+//
 // The "controller" scenario (QuorumController on the voters, brokers as
 // observers) adds, on every node's replay of the committed log:
 // - partition invariants: replicas distinct, the ISR non-empty and within
@@ -60,6 +69,17 @@ namespace brook::sim {
 struct KraftConfig {
   int voters = 3;
   int observers = 0;
+  // The "kraft-reconfig" scenarios: a dynamic quorum (KIP-853). Node 1 is
+  // formatted standalone (the only voter); the other `voters - 1` nodes
+  // start as observers knowing only the bootstrap servers. Every node
+  // runs a membership agent that asks the leader (AddRaftVoter /
+  // RemoveRaftVoter) to move the voter set towards a target the scenario
+  // redraws every few seconds: first all nodes, then any non-empty subset.
+  bool reconfig = false;
+  // How often the target is redrawn, and how often each agent acts (at
+  // most).
+  io::Duration reconfig_every_max{0};
+  io::Duration agent_interval_max{0};
   // The "controller" scenarios: every voter runs a QuorumController
   // (core/controller) and `brokers` more nodes are brokers: Raft observers
   // replaying the log, registering and heartbeating, changing ISRs and
@@ -91,7 +111,8 @@ struct KraftConfig {
 
 // Runs the scenario for options.seed; options.name is "kraft", or
 // "kraft-mutant-vote" (skip-vote-persist) or "kraft-mutant-flush"
-// (ack-before-flush), "kraft-harsh", "controller" or
+// (ack-before-flush), "kraft-harsh", "kraft-reconfig",
+// "kraft-reconfig-harsh", "kraft-reconfig-mutant-concurrent", "controller" or
 // "controller-mutant-commit" (answer-before-commit).
 absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options);
 

@@ -73,6 +73,30 @@ uint64_t first_failure_with(const std::string& name, uint64_t seeds, std::string
   return 0;
 }
 
+// A dynamic quorum grown from one node and reshaped under faults replays
+// to the same trace, and changes its voters.
+TEST(ReconfigScenario, SameSeedSameTrace) {
+  const ScenarioResult a = run("kraft-reconfig", 4);
+  const ScenarioResult b = run("kraft-reconfig", 4);
+  EXPECT_TRUE(a.passed) << a.summary << "\n" << (a.failures.empty() ? "" : a.failures[0]);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_EQ(a.summary, b.summary);
+  EXPECT_TRUE(a.summary.starts_with("reconfig:")) << a.summary;
+  EXPECT_EQ(a.summary.find("added=0 "), std::string::npos) << a.summary;
+  EXPECT_EQ(a.replay_command, "brook sim --seed 4 --scenario kraft-reconfig");
+}
+
+// A leader that lets a second voter change start before the first one
+// commits: majorities of the two sets need not overlap, and two leaders
+// commit different entries at one offset.
+TEST(ReconfigScenario, CatchesConcurrentVoterChanges) {
+  const auto [seed, failure] = first_failure("kraft-reconfig-mutant-concurrent", 120);
+  ASSERT_NE(seed, 0u) << "no seed of 120 caught the mutant";
+  EXPECT_TRUE(failure.starts_with("committed entry changed") || failure.starts_with("election safety") ||
+              failure.starts_with("durability") || failure.starts_with("agreement"))
+      << failure;
+}
+
 TEST(ControllerScenario, SameSeedSameTrace) {
   for (uint64_t seed : {2u, 7u}) {
     const ScenarioResult a = run("controller", seed);

@@ -12,8 +12,16 @@
 namespace brook::sim {
 
 std::vector<std::string> scenario_names() {
-  return {"demo",       "controller",         "controller-mutant-commit", "kraft",
-          "kraft-harsh", "kraft-mutant-flush", "kraft-mutant-vote"};
+  return {"demo",
+          "controller",
+          "controller-mutant-commit",
+          "kraft",
+          "kraft-harsh",
+          "kraft-mutant-flush",
+          "kraft-mutant-vote",
+          "kraft-reconfig",
+          "kraft-reconfig-harsh",
+          "kraft-reconfig-mutant-concurrent"};
 }
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {

@@ -65,6 +65,7 @@ struct QuorumView {
   int32_t epoch = -1;
   int64_t high_watermark = -1;
   int64_t leader_end = -1;
+  std::vector<int32_t> voters;
 };
 
 io::Task<void> describe(io::Context* ctx, uint16_t port, std::optional<QuorumView>* out, bool* done) {
@@ -84,6 +85,7 @@ io::Task<void> describe(io::Context* ctx, uint16_t port, std::optional<QuorumVie
     v.epoch = p.leader_epoch;
     v.high_watermark = p.high_watermark;
     for (const auto& voter : p.current_voters) {
+      v.voters.push_back(voter.replica_id);
       if (voter.replica_id == p.leader_id) v.leader_end = voter.log_end_offset;
     }
     *out = v;
@@ -151,6 +153,71 @@ class KraftProcesses : public ::testing::Test {
       _exit(127);
     }
     pids_.push_back(pid);
+  }
+
+  // A controller of a dynamic quorum: `how` is --standalone or
+  // --controller-quorum-bootstrap-servers.
+  void start_dynamic(int id, uint16_t port, const std::string& how, const std::string& bootstrap) {
+    const std::string dir = root_ + "/node" + std::to_string(id);
+    const std::string log = root_ + "/node" + std::to_string(id) + ".log";
+    const std::string listen = "127.0.0.1:" + std::to_string(port);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      FILE* f = std::freopen(log.c_str(), "w", stderr);
+      (void)f;
+      const std::string node_id = std::to_string(id);
+      if (bootstrap.empty()) {
+        execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(), how.c_str(), "--listen",
+              listen.c_str(), "--data-dir", dir.c_str(), "--election-timeout-ms", "300", "--cluster-id",
+              "MkU3OEVBNTcwNTJENDM2Qk", static_cast<char*>(nullptr));
+      } else {
+        execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(), how.c_str(),
+              bootstrap.c_str(), "--listen", listen.c_str(), "--data-dir", dir.c_str(), "--election-timeout-ms",
+              "300", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", static_cast<char*>(nullptr));
+      }
+      _exit(127);
+    }
+    pids_.push_back(pid);
+  }
+
+  // Runs `brook metadata-quorum ARGS...`; its exit code.
+  int metadata_quorum(std::vector<std::string> args) {
+    const std::string log = root_ + "/metadata-quorum.log";
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+      FILE* f = std::freopen(log.c_str(), "a", stderr);
+      (void)f;
+      std::vector<char*> argv{const_cast<char*>(BROOK_BINARY), const_cast<char*>("metadata-quorum")};
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(BROOK_BINARY, argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  // directory.id from a node's meta.properties, once it is written.
+  std::string directory_id(int id) {
+    const std::string path = root_ + "/node" + std::to_string(id) + "/meta.properties";
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (FILE* f = std::fopen(path.c_str(), "r")) {
+        char line[256];
+        std::string found;
+        while (std::fgets(line, sizeof(line), f) != nullptr) {
+          std::string l(line);
+          if (l.starts_with("directory.id=")) found = l.substr(13, 22);
+        }
+        std::fclose(f);
+        if (found.size() == 22) return found;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return "";
   }
 
   std::optional<QuorumView> ask(uint16_t port) {
@@ -337,6 +404,65 @@ TEST_F(KraftProcesses, ControllerServesBrokersAndAdminsAcrossFailover) {
   beat = call<net::BrokerHeartbeatResponse>(next_port, hb, 1);
   ASSERT_TRUE(beat.has_value());
   EXPECT_EQ(beat->error_code, 0);
+}
+
+// A dynamic quorum (KIP-853): one controller formatted standalone, two
+// more joining as observers and added with `brook metadata-quorum
+// add-controller`; then the first one is killed, the other two elect a
+// leader and commit, and the dead one is removed.
+TEST_F(KraftProcesses, DynamicQuorumGrowsFromOneToThree) {
+  std::vector<uint16_t> ports;
+  for (int id = 1; id <= 3; ++id) {
+    ports.push_back(free_port());
+    ASSERT_NE(ports.back(), 0);
+  }
+  const std::string first = "127.0.0.1:" + std::to_string(ports[0]);
+  start_dynamic(1, ports[0], "--standalone", "");
+  std::optional<std::pair<int, QuorumView>> leader = find_leader(ports);
+  ASSERT_TRUE(leader.has_value()) << "the standalone controller did not lead";
+  EXPECT_EQ(leader->first, 0);
+  EXPECT_EQ(leader->second.voters, std::vector<int32_t>{1});
+  start_dynamic(2, ports[1], "--controller-quorum-bootstrap-servers", first);
+  start_dynamic(3, ports[2], "--controller-quorum-bootstrap-servers", first);
+  for (int id = 2; id <= 3; ++id) {
+    const std::string dir_id = directory_id(id);
+    ASSERT_EQ(dir_id.size(), 22u) << "node " << id << " wrote no directory id";
+    // Refused (REQUEST_TIMED_OUT) until the new controller has caught up.
+    int code = -1;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (code != 0 && std::chrono::steady_clock::now() < deadline) {
+      code = metadata_quorum({"--bootstrap-controller", first, "add-controller", "--controller-id",
+                              std::to_string(id), "--controller-directory-id", dir_id, "--controller-endpoint",
+                              "127.0.0.1:" + std::to_string(ports[static_cast<size_t>(id - 1)])});
+      if (code != 0) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_EQ(code, 0) << "add-controller " << id << " failed";
+  }
+  std::optional<QuorumView> grown = ask(ports[0]);
+  ASSERT_TRUE(grown.has_value());
+  EXPECT_EQ(grown->voters, (std::vector<int32_t>{1, 2, 3}));
+
+  ASSERT_EQ(kill(pids_[0], SIGKILL), 0);
+  std::optional<std::pair<int, QuorumView>> next = find_leader(ports, 0, grown->epoch);
+  ASSERT_TRUE(next.has_value()) << "controllers 2 and 3 elected no leader after 1 was killed";
+  // Its own first entry commits (with one of the two voters left).
+  const uint16_t next_port = ports[static_cast<size_t>(next->first)];
+  std::optional<QuorumView> committed;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    committed = ask(next_port);
+    if (committed && committed->high_watermark > grown->high_watermark) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(committed && committed->high_watermark > grown->high_watermark)
+      << "the new leader committed nothing past " << grown->high_watermark;
+  const std::string next_address = "127.0.0.1:" + std::to_string(ports[static_cast<size_t>(next->first)]);
+  EXPECT_EQ(metadata_quorum({"--bootstrap-controller", next_address, "remove-controller", "--controller-id", "1",
+                             "--controller-directory-id", directory_id(1)}),
+            0);
+  std::optional<QuorumView> shrunk = ask(ports[static_cast<size_t>(next->first)]);
+  ASSERT_TRUE(shrunk.has_value());
+  EXPECT_EQ(shrunk->voters, (std::vector<int32_t>{2, 3}));
 }
 
 }  // namespace

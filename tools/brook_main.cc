@@ -16,6 +16,7 @@ void usage() {
                "  sim         run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
                "  bench       real-backend benchmarks (net, file)\n"
                "  controller  run one KRaft controller quorum replica\n"
+               "  metadata-quorum  describe a KRaft quorum; add or remove controllers\n"
                "  format      write meta.properties into a data directory\n"
                "  random-uuid print a new cluster id\n");
 }
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   if (command == "bench") return brook::tools::bench_main(args);
   if (command == "controller") return brook::tools::controller_main(args);
   if (command == "format") return brook::tools::format_main(args);
+  if (command == "metadata-quorum") return brook::tools::metadata_quorum_main(args);
   if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();

@@ -17,6 +17,8 @@ int sim_main(Args args);
 int bench_main(Args args);
 // brook controller --node-id N --controller-quorum-voters ... --data-dir D
 int controller_main(Args args);
+// brook metadata-quorum --bootstrap-controller H:P describe|add-controller|remove-controller
+int metadata_quorum_main(Args args);
 // brook format --cluster-id ID --node-id N --data-dir D [--ignore-formatted]
 int format_main(Args args);
 // brook random-uuid (a new cluster id)

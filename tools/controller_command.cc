@@ -10,12 +10,23 @@
 //
 //   brook controller --node-id N --controller-quorum-voters 1@host:port,2@host:port,...
 //                    --data-dir DIR [--listen host:port] [--cluster-id ID]
+//   brook controller --node-id N --data-dir DIR --listen host:port
+//                    (--standalone | --controller-quorum-bootstrap-servers host:port,...)
+//                    [--cluster-id ID]
 //                    [--backend auto|uring|epoll] [--election-timeout-ms MS]
 //                    [--log-level info|debug]
 //                    [--bench-batches B --bench-records R --bench-inflight K]
 //
 // The listener defaults to the node's own entry in the voter list; a node
-// not in the list is an observer. SIGTERM or SIGINT shut it down gracefully
+// not in the list is an observer.
+//
+// Without --controller-quorum-voters the quorum is dynamic (KIP-853,
+// kraft.version 1). --standalone formats the first controller of a new
+// quorum: on first start it writes the bootstrap checkpoint naming itself
+// the only voter (as `kafka-storage format --standalone` does). Other
+// controllers start with --controller-quorum-bootstrap-servers, follow the
+// log as observers, and become voters once added with `brook
+// metadata-quorum add-controller`. SIGTERM or SIGINT shut it down gracefully
 // (a leader resigns first, so a successor takes over at once).
 //
 // Before the Raft log opens, the data directory's meta.properties is checked
@@ -67,6 +78,8 @@ void on_signal(int) { g_stop = 1; }
 struct ControllerArgs {
   int32_t node_id = -1;
   std::map<int32_t, io::Address> voters;
+  std::vector<io::Address> bootstrap_servers;
+  bool standalone = false;
   std::string data_dir;
   std::optional<io::Address> listen;
   std::string cluster_id;  // empty: the stored one, or a new one
@@ -82,6 +95,10 @@ void usage() {
   std::fprintf(stderr,
                "usage: brook controller --node-id N --controller-quorum-voters ID@HOST:PORT,...\n"
                "                        --data-dir DIR [--listen HOST:PORT] [--cluster-id ID]\n"
+               "       brook controller --node-id N --data-dir DIR --listen HOST:PORT\n"
+               "                        (--standalone | --controller-quorum-bootstrap-servers HOST:PORT,...)\n"
+               "                        [--cluster-id ID]\n"
+               "       options of both:\n"
                "                        [--backend auto|uring|epoll] [--election-timeout-ms MS]\n"
                "                        [--log-level info|debug]\n"
                "                        [--bench-batches B --bench-records R --bench-inflight K]\n");
@@ -116,9 +133,22 @@ std::optional<ControllerArgs> parse(Args args) {
   ControllerArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
+    if (arg == "--standalone") {
+      out.standalone = true;
+      continue;
+    }
     if (i + 1 >= args.size()) return std::nullopt;
     const std::string_view value = args[++i];
-    if (arg == "--node-id") {
+    if (arg == "--controller-quorum-bootstrap-servers") {
+      std::string_view text = value;
+      while (!text.empty()) {
+        const size_t comma = text.find(',');
+        absl::StatusOr<io::Address> a = io::Address::parse(text.substr(0, comma));
+        if (!a.ok()) return std::nullopt;
+        out.bootstrap_servers.push_back(*a);
+        text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+      }
+    } else if (arg == "--node-id") {
       const auto v = parse_int(value);
       if (!v || *v < 0 || *v > INT32_MAX) return std::nullopt;
       out.node_id = static_cast<int32_t>(*v);
@@ -157,7 +187,10 @@ std::optional<ControllerArgs> parse(Args args) {
       }
     }
   }
-  if (out.node_id < 0 || out.voters.empty() || out.data_dir.empty()) return std::nullopt;
+  if (out.node_id < 0 || out.data_dir.empty()) return std::nullopt;
+  const bool dynamic = out.standalone || !out.bootstrap_servers.empty();
+  if (out.voters.empty() == !dynamic) return std::nullopt;  // static or dynamic, one of them
+  if (dynamic) return out.listen ? std::optional<ControllerArgs>(out) : std::nullopt;
   if (!out.listen) {
     auto it = out.voters.find(out.node_id);
     if (it == out.voters.end()) return std::nullopt;  // an observer must say where it listens
@@ -225,8 +258,13 @@ io::Task<void> bench_writer(io::Context* ctx, raft::RaftNode* node, const Contro
 // The cluster id of an unformatted directory when none is given: a new one
 // for a quorum of just this node; a larger quorum must be told.
 absl::StatusOr<std::string> default_cluster_id(io::Context* ctx, const ControllerArgs& args) {
-  if (args.voters.size() == 1 && args.voters.contains(args.node_id)) {
+  if (args.standalone || (args.voters.size() == 1 && args.voters.contains(args.node_id))) {
     return core::random_cluster_id(ctx->random());
+  }
+  if (args.voters.empty()) {
+    return absl::FailedPreconditionError(
+        "no meta.properties and no --cluster-id: a controller joining a quorum needs the quorum's "
+        "cluster id (`brook format --cluster-id ID ...`, or --cluster-id)");
   }
   return absl::FailedPreconditionError(fmt::format(
       "no meta.properties and no --cluster-id: the {} voters must share a cluster id (run `brook "
@@ -235,9 +273,9 @@ absl::StatusOr<std::string> default_cluster_id(io::Context* ctx, const Controlle
       args.voters.size()));
 }
 
-// Checks (or formats) the data directory; the cluster id to run with.
-io::Task<absl::StatusOr<std::string>> check_formatted(io::Context* ctx,
-                                                      const ControllerArgs* args) {
+// Checks (or formats) the data directory; its meta.properties.
+io::Task<absl::StatusOr<core::MetaProperties>> check_formatted(io::Context* ctx,
+                                                               const ControllerArgs* args) {
   std::string cluster_id = args->cluster_id;
   if (cluster_id.empty()) {
     CO_ASSIGN_OR_RETURN(std::optional<core::MetaProperties> stored,
@@ -250,22 +288,56 @@ io::Task<absl::StatusOr<std::string>> check_formatted(io::Context* ctx,
   CO_ASSIGN_OR_RETURN(core::MetaProperties meta,
                       co_await core::ensure_formatted(ctx->disk(), std::move(dirs), cluster_id,
                                                       args->node_id, true, ctx->random()));
-  co_return meta.cluster_id;
+  // The directory's own id (a voter is the pair node id, directory id).
+  CO_ASSIGN_OR_RETURN(std::optional<core::MetaProperties> stored,
+                      co_await core::read_meta_properties(ctx->disk(), ""));
+  if (stored.has_value()) meta.directory_id = stored->directory_id;
+  co_return meta;
+}
+
+// --standalone on first start: the bootstrap checkpoint naming this node
+// the only voter. A log directory holding any snapshot is left alone.
+io::Task<absl::Status> bootstrap_standalone(io::Context* ctx, const ControllerArgs* args,
+                                            const raft::RaftConfig* config) {
+  CO_RETURN_IF_ERROR(co_await ctx->disk().make_dir(config->log_dir));
+  CO_ASSIGN_OR_RETURN(std::vector<raft::SnapshotId> existing,
+                      co_await raft::list_snapshots(ctx->disk(), config->log_dir));
+  if (!existing.empty()) co_return absl::OkStatus();
+  raft::Voter self;
+  self.id = args->node_id;
+  self.directory_id = config->directory_id;
+  self.endpoints.push_back(raft::VoterEndpoint{config->listener_name, *config->advertised});
+  raft::VoterSet voters;
+  voters.emplace(self.id, std::move(self));
+  co_return co_await raft::write_bootstrap_checkpoint(ctx->disk(), config->log_dir, std::move(voters));
 }
 
 io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, bool* done, int* exit_code) {
-  absl::StatusOr<std::string> cluster_id = co_await check_formatted(ctx, args);
-  if (!cluster_id.ok()) {
+  absl::StatusOr<core::MetaProperties> meta = co_await check_formatted(ctx, args);
+  if (!meta.ok()) {
     std::fprintf(stderr, "brook controller: %s: %s\n", args->data_dir.c_str(),
-                 std::string(cluster_id.status().message()).c_str());
+                 std::string(meta.status().message()).c_str());
     *exit_code = 1;
     *done = true;
     co_return;
   }
+  const std::string* cluster_id = &meta->cluster_id;
   raft::RaftConfig config;
   config.node_id = args->node_id;
   config.voters = args->voters;
+  config.bootstrap_servers = args->bootstrap_servers;
+  if (meta->directory_id.has_value()) config.directory_id = *meta->directory_id;
+  config.advertised = args->listen;
   config.cluster_id = *cluster_id;
+  if (args->standalone) {
+    absl::Status bootstrapped = co_await bootstrap_standalone(ctx, args, &config);
+    if (!bootstrapped.ok()) {
+      std::fprintf(stderr, "brook controller: bootstrap checkpoint: %s\n", bootstrapped.ToString().c_str());
+      *exit_code = 1;
+      *done = true;
+      co_return;
+    }
+  }
   config.election_timeout = std::chrono::milliseconds(args->election_timeout_ms);
   config.election_backoff_max = config.election_timeout;
   config.fetch_timeout = config.election_timeout * 2;
