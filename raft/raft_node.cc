@@ -183,6 +183,12 @@ bool RaftNode::electable() const {
   return previous != nullptr && previous->voters.contains(config_.node_id);
 }
 
+bool RaftNode::is_voter_key(int32_t id, const Progress& p) const {
+  auto v = voters().find(id);
+  return v != voters().end() && (v->second.directory_id.is_zero() || p.directory_id.is_zero() ||
+                                 v->second.directory_id == p.directory_id);
+}
+
 size_t RaftNode::voters_among(const std::set<int32_t>& ids) const {
   size_t n = 0;
   for (int32_t id : ids) n += voters().contains(id) ? 1 : 0;
@@ -490,7 +496,8 @@ void RaftNode::update_high_watermark() {
                             : std::min(log_->recovery_point(), log_->log_end_offset()));
     } else {
       auto it = progress_.find(entry.first);
-      offsets.push_back(it == progress_.end() ? -1 : it->second.end_offset);
+      offsets.push_back(it == progress_.end() || !is_voter_key(entry.first, it->second) ? -1
+                                                                                      : it->second.end_offset);
     }
   }
   if (offsets.empty()) return;
@@ -623,8 +630,7 @@ io::Task<void> RaftNode::timer_loop() {
       const io::Instant cutoff = now - config_.fetch_timeout * 3 / 2;
       size_t live = is_voter() ? 1 : 0;
       for (const auto& [id, p] : progress_) {
-        if (id != config_.node_id && voters().contains(id) && p.last_fetch.has_value() &&
-            *p.last_fetch >= cutoff) {
+        if (id != config_.node_id && is_voter_key(id, p) && p.last_fetch.has_value() && *p.last_fetch >= cutoff) {
           ++live;
         }
       }
@@ -664,6 +670,8 @@ io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool p
     p.partition_index = kMetadataPartition;
     p.candidate_epoch = pre_vote ? state_.epoch + 1 : state_.epoch;
     p.candidate_id = config_.node_id;
+    p.candidate_directory_id = config_.directory_id;
+    if (auto v = voters().find(voter); v != voters().end()) p.voter_directory_id = v->second.directory_id;
     p.last_offset_epoch = last_epoch();
     p.last_offset = log_->log_end_offset();
     p.pre_vote = pre_vote;
@@ -1385,9 +1393,10 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
       progress.last_caught_up = std::max(progress.last_caught_up.value_or(io::Instant{}), *progress.last_fetch);
     }
     progress.leader_end_at_last_fetch = log_->log_end_offset();
+    progress.directory_id = p->replica_directory_id;
     progress.end_offset = p->fetch_offset;
     progress.last_fetch = now;
-    if (voters().contains(replica)) {
+    if (is_voter_key(replica, progress)) {
       progress.acknowledged = true;
       update_high_watermark();
     }
@@ -1737,9 +1746,11 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_add_voter(const net::Requ
   auto progress = progress_.find(request.voter_id);
   const io::Instant now = ctx_->clock().now();
   if (progress == progress_.end() || !progress->second.last_caught_up.has_value() ||
-      *progress->second.last_caught_up + config_.fetch_timeout < now) {
+      *progress->second.last_caught_up + config_.fetch_timeout < now ||
+      (!progress->second.directory_id.is_zero() && progress->second.directory_id != request.voter_directory_id)) {
     co_return answer(net::Error::kRequestTimedOut,
-                     fmt::format("replica {} is not fetching or not caught up with the leader", request.voter_id));
+                     fmt::format("replica {} (directory {}) is not fetching or not caught up with the leader",
+                                 request.voter_id, request.voter_directory_id.to_string()));
   }
   VoterSet next = voters();
   next.emplace(voter.id, voter);

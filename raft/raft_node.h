@@ -245,7 +245,12 @@ class RaftNode {
     // is caught up.
     int64_t leader_end_at_last_fetch = -1;
     std::optional<io::Instant> last_caught_up;
+    net::Uuid directory_id;  // as its last fetch named it
   };
+  // Whether this replica's fetches count as voter `id`'s: the directory id
+  // they name (if any) is the voter's (a node that lost its disk comes back
+  // with a new one and is not the voter it was).
+  bool is_voter_key(int32_t id, const Progress& p) const;
 
   RaftNode(io::Context& ctx, RaftConfig config, std::unique_ptr<storage::Log> log);
 
