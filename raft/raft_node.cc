@@ -1696,29 +1696,40 @@ io::Task<absl::StatusOr<int64_t>> RaftNode::append_voters(VoterSet next) {
   co_return appended->last_offset;
 }
 
-io::Task<std::pair<net::Error, std::string>> RaftNode::await_voter_change(int64_t offset, int32_t epoch,
-                                                                          io::Instant deadline) {
-  absl::Status s = co_await wait_committed(offset, epoch, deadline);
+io::Task<std::pair<net::Error, std::string>> RaftNode::change_voters(VoterSet next, io::SemaphoreUnits lock,
+                                                                     io::Instant deadline) {
+  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
+  if (!offset.ok()) co_return std::make_pair(net::Error::kUnknownServerError, std::string(offset.status().message()));
+  const int32_t epoch = state_.epoch;
+  lock.release();
+  absl::Status s = co_await wait_committed(*offset, epoch, deadline);
   if (s.ok()) co_return std::make_pair(net::Error::kNone, std::string());
   if (absl::IsDeadlineExceeded(s)) {
     co_return std::make_pair(net::Error::kRequestTimedOut,
-                             fmt::format("the voter change at offset {} did not commit in time", offset));
+                             fmt::format("the voter change at offset {} did not commit in time", *offset));
   }
   if (absl::IsAborted(s)) co_return std::make_pair(net::Error::kNotLeaderOrFollower, std::string(s.message()));
   co_return std::make_pair(net::Error::kUnknownServerError, std::string(s.message()));
 }
 
+template <typename Response>
+absl::StatusOr<io::BufferChain> RaftNode::answer_voter_change(const net::RequestFrame& frame, std::string_view what,
+                                                              int32_t voter_id, net::Error e, std::string message) {
+  Response response;
+  response.error_code = err(e);
+  if (e != net::Error::kNone) {
+    ctx_->log().info("raft: {} voter {}: {}: {}", what, voter_id, net::error_name(err(e)), message);
+    response.error_message = std::move(message);
+  } else {
+    response.error_message = std::nullopt;
+  }
+  return net::encode_response(response, frame.header);
+}
+
 io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_add_voter(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::AddRaftVoterRequest request, net::decode_body<net::AddRaftVoterRequest>(frame));
-  net::AddRaftVoterResponse response;
   auto answer = [&](net::Error e, std::string message) {
-    response.error_code = err(e);
-    response.error_message = e == net::Error::kNone ? std::nullopt : std::optional<std::string>(std::move(message));
-    if (e != net::Error::kNone) {
-      ctx_->log().info("raft: add voter {}: {}: {}", request.voter_id, net::error_name(err(e)),
-                       *response.error_message);
-    }
-    return net::encode_response(response, frame.header);
+    return answer_voter_change<net::AddRaftVoterResponse>(frame, "add", request.voter_id, e, std::move(message));
   };
   auto lock = co_await mu_.lock();
   if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
@@ -1734,9 +1745,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_add_voter(const net::Requ
   Voter voter;
   voter.id = request.voter_id;
   voter.directory_id = request.voter_directory_id;
-  for (const auto& l : request.listeners) {
-    voter.endpoints.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
-  }
+  voter.endpoints = endpoints_of(request.listeners);
   if (!voter.address(config_.listener_name).has_value()) {
     co_return answer(net::Error::kInvalidRequest,
                      fmt::format("voter {} names no endpoint for {}", request.voter_id, config_.listener_name));
@@ -1754,28 +1763,18 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_add_voter(const net::Requ
   }
   VoterSet next = voters();
   next.emplace(voter.id, voter);
-  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
-  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError, std::string(offset.status().message()));
-  const int32_t epoch = state_.epoch;
-  lock.release();
   const io::Instant deadline =
       now + (request.timeout_ms > 0 ? io::Duration(std::chrono::milliseconds(request.timeout_ms))
                                     : config_.request_timeout);
-  auto [e, message] = co_await await_voter_change(*offset, epoch, deadline);
+  auto [e, message] = co_await change_voters(std::move(next), std::move(lock), deadline);
   co_return answer(e, std::move(message));
 }
 
 io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_remove_voter(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::RemoveRaftVoterRequest request, net::decode_body<net::RemoveRaftVoterRequest>(frame));
-  net::RemoveRaftVoterResponse response;
   auto answer = [&](net::Error e, std::string message) {
-    response.error_code = err(e);
-    response.error_message = e == net::Error::kNone ? std::nullopt : std::optional<std::string>(std::move(message));
-    if (e != net::Error::kNone) {
-      ctx_->log().info("raft: remove voter {}: {}: {}", request.voter_id, net::error_name(err(e)),
-                       *response.error_message);
-    }
-    return net::encode_response(response, frame.header);
+    return answer_voter_change<net::RemoveRaftVoterResponse>(frame, "remove", request.voter_id, e,
+                                                             std::move(message));
   };
   auto lock = co_await mu_.lock();
   if (!cluster_matches(request.cluster_id, config_.cluster_id)) {
@@ -1793,12 +1792,8 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_remove_voter(const net::R
   }
   VoterSet next = voters();
   next.erase(request.voter_id);
-  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
-  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError, std::string(offset.status().message()));
-  const int32_t epoch = state_.epoch;
-  lock.release();
   auto [e, message] =
-      co_await await_voter_change(*offset, epoch, ctx_->clock().now() + config_.request_timeout);
+      co_await change_voters(std::move(next), std::move(lock), ctx_->clock().now() + config_.request_timeout);
   co_return answer(e, std::move(message));
 }
 
@@ -1830,10 +1825,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_update_voter(const net::R
     co_return answer(net::Error::kInvalidRequest);
   }
   Voter updated = it->second;
-  updated.endpoints.clear();
-  for (const auto& l : request.listeners) {
-    updated.endpoints.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
-  }
+  updated.endpoints = endpoints_of(request.listeners);
   if (!updated.address(config_.listener_name).has_value()) co_return answer(net::Error::kInvalidRequest);
   updated.min_kraft_version = range.min_supported_version;
   updated.max_kraft_version = range.max_supported_version;
@@ -1841,12 +1833,8 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_update_voter(const net::R
   VoterSet next = voters();
   next[updated.id] = updated;
   peers_.erase(updated.id);  // reconnect to the new address
-  absl::StatusOr<int64_t> offset = co_await append_voters(std::move(next));
-  if (!offset.ok()) co_return answer(net::Error::kUnknownServerError);
-  const int32_t epoch = state_.epoch;
-  lock.release();
   auto [e, message] =
-      co_await await_voter_change(*offset, epoch, ctx_->clock().now() + config_.request_timeout);
+      co_await change_voters(std::move(next), std::move(lock), ctx_->clock().now() + config_.request_timeout);
   lock = co_await mu_.lock();
   co_return answer(e);
 }

@@ -300,10 +300,15 @@ class RaftNode {
   std::optional<std::pair<net::Error, std::string>> voter_change_blocked() const;
   // Appends a VotersRecord with `voters`; the offset it took.
   io::Task<absl::StatusOr<int64_t>> append_voters(VoterSet voters);
-  // The answer to a voter change appended at `offset`, once it commits
-  // (or the epoch ends, or the deadline passes). Called without the mutex.
-  io::Task<std::pair<net::Error, std::string>> await_voter_change(int64_t offset, int32_t epoch,
-                                                                  io::Instant deadline);
+  // Appends `next` (holding the mutex, `lock`), releases the mutex and
+  // waits until the change commits, the epoch ends or `deadline` passes:
+  // the answer to the request that asked for it.
+  io::Task<std::pair<net::Error, std::string>> change_voters(VoterSet next, io::SemaphoreUnits lock,
+                                                             io::Instant deadline);
+  // An AddRaftVoter / RemoveRaftVoter answer (logged when it is an error).
+  template <typename Response>
+  absl::StatusOr<io::BufferChain> answer_voter_change(const net::RequestFrame& frame, std::string_view what,
+                                                      int32_t voter_id, net::Error e, std::string message);
   // A voter whose recorded endpoint differs from its own tells the leader
   // (UpdateRaftVoter), once per epoch.
   io::Task<void> send_update_voter(uint64_t generation, int32_t leader);

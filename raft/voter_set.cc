@@ -82,9 +82,7 @@ absl::StatusOr<VoterSet> decode_voters_record(const io::Buffer& value) {
     Voter v;
     v.id = in.voter_id;
     v.directory_id = in.voter_directory_id;
-    for (const net::VotersRecord::Endpoint& e : in.endpoints) {
-      v.endpoints.push_back(VoterEndpoint{e.name, io::Address(e.host, e.port)});
-    }
+    v.endpoints = endpoints_of(in.endpoints);
     v.min_kraft_version = in.k_raft_version_feature.min_supported_version;
     v.max_kraft_version = in.k_raft_version_feature.max_supported_version;
     if (v.id < 0 || !out.emplace(v.id, v).second) {

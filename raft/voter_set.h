@@ -52,6 +52,15 @@ struct Voter {
 
 using VoterSet = std::map<int32_t, Voter>;
 
+// Endpoints from a message's listener list (AddRaftVoter, UpdateRaftVoter
+// and VotersRecord all carry Name, Host and Port).
+template <typename Listeners>
+std::vector<VoterEndpoint> endpoints_of(const Listeners& listeners) {
+  std::vector<VoterEndpoint> out;
+  for (const auto& l : listeners) out.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
+  return out;
+}
+
 // A static voter set (kraft.version 0): ids and addresses, no directory
 // ids, under `listener`.
 VoterSet static_voters(const std::map<int32_t, io::Address>& voters, const std::string& listener);

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -66,6 +67,7 @@ struct QuorumView {
   int64_t high_watermark = -1;
   int64_t leader_end = -1;
   std::vector<int32_t> voters;
+  std::map<int32_t, uint16_t> ports;  // each voter's first endpoint's port
 };
 
 io::Task<void> describe(io::Context* ctx, uint16_t port, std::optional<QuorumView>* out, bool* done) {
@@ -81,6 +83,9 @@ io::Task<void> describe(io::Context* ctx, uint16_t port, std::optional<QuorumVie
       r->topics[0].partitions[0].error_code == 0) {
     const auto& p = r->topics[0].partitions[0];
     QuorumView v;
+    for (const auto& node : r->nodes) {
+      if (!node.listeners.empty()) v.ports[node.node_id] = node.listeners[0].port;
+    }
     v.leader_id = p.leader_id;
     v.epoch = p.leader_epoch;
     v.high_watermark = p.high_watermark;
@@ -137,48 +142,37 @@ class KraftProcesses : public ::testing::Test {
     std::filesystem::remove_all(root_, ec);
   }
 
-  void start(int id, const std::string& voters) {
+  // Starts `brook controller --node-id ID --data-dir <its dir> ARGS...`
+  // (election timeout 300 ms, a fixed cluster id), its stderr in nodeID.log.
+  void spawn_controller(int id, std::vector<std::string> args) {
     const std::string dir = root_ + "/node" + std::to_string(id);
     const std::string log = root_ + "/node" + std::to_string(id) + ".log";
+    std::vector<std::string> all{BROOK_BINARY, "controller", "--node-id", std::to_string(id), "--data-dir", dir,
+                                 "--election-timeout-ms", "300", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk"};
+    all.insert(all.end(), args.begin(), args.end());
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       FILE* f = std::freopen(log.c_str(), "w", stderr);
       (void)f;
-      const std::string node_id = std::to_string(id);
-      execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(),
-            "--controller-quorum-voters", voters.c_str(), "--data-dir", dir.c_str(),
-            "--election-timeout-ms", "300", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk",
-            static_cast<char*>(nullptr));
+      std::vector<char*> argv;
+      for (std::string& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(BROOK_BINARY, argv.data());
       _exit(127);
     }
     pids_.push_back(pid);
   }
 
-  // A controller of a dynamic quorum: `how` is --standalone or
-  // --controller-quorum-bootstrap-servers.
+  // A controller of a static quorum.
+  void start(int id, const std::string& voters) { spawn_controller(id, {"--controller-quorum-voters", voters}); }
+
+  // A controller of a dynamic quorum: `how` is --standalone (no
+  // `bootstrap`) or --controller-quorum-bootstrap-servers.
   void start_dynamic(int id, uint16_t port, const std::string& how, const std::string& bootstrap) {
-    const std::string dir = root_ + "/node" + std::to_string(id);
-    const std::string log = root_ + "/node" + std::to_string(id) + ".log";
-    const std::string listen = "127.0.0.1:" + std::to_string(port);
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      FILE* f = std::freopen(log.c_str(), "w", stderr);
-      (void)f;
-      const std::string node_id = std::to_string(id);
-      if (bootstrap.empty()) {
-        execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(), how.c_str(), "--listen",
-              listen.c_str(), "--data-dir", dir.c_str(), "--election-timeout-ms", "300", "--cluster-id",
-              "MkU3OEVBNTcwNTJENDM2Qk", static_cast<char*>(nullptr));
-      } else {
-        execl(BROOK_BINARY, BROOK_BINARY, "controller", "--node-id", node_id.c_str(), how.c_str(),
-              bootstrap.c_str(), "--listen", listen.c_str(), "--data-dir", dir.c_str(), "--election-timeout-ms",
-              "300", "--cluster-id", "MkU3OEVBNTcwNTJENDM2Qk", static_cast<char*>(nullptr));
-      }
-      _exit(127);
-    }
-    pids_.push_back(pid);
+    std::vector<std::string> args{"--listen", "127.0.0.1:" + std::to_string(port), how};
+    if (!bootstrap.empty()) args.push_back(bootstrap);
+    spawn_controller(id, std::move(args));
   }
 
   // Runs `brook metadata-quorum ARGS...`; its exit code.
@@ -441,6 +435,23 @@ TEST_F(KraftProcesses, DynamicQuorumGrowsFromOneToThree) {
   std::optional<QuorumView> grown = ask(ports[0]);
   ASSERT_TRUE(grown.has_value());
   EXPECT_EQ(grown->voters, (std::vector<int32_t>{1, 2, 3}));
+
+  // Controller 3 comes back on another port: it tells the leader
+  // (UpdateRaftVoter), and the voter set records the new endpoint.
+  ASSERT_EQ(kill(pids_[2], SIGKILL), 0);
+  waitpid(pids_[2], nullptr, 0);
+  pids_[2] = -1;
+  ports[2] = free_port();
+  start_dynamic(3, ports[2], "--controller-quorum-bootstrap-servers", first);
+  std::optional<QuorumView> updated;
+  const auto update_deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < update_deadline) {
+    updated = ask(ports[0]);
+    if (updated && updated->ports[3] == ports[2]) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(updated && updated->ports[3] == ports[2]) << "voter 3's new endpoint was not recorded";
+  grown = updated;
 
   ASSERT_EQ(kill(pids_[0], SIGKILL), 0);
   std::optional<std::pair<int, QuorumView>> next = find_leader(ports, 0, grown->epoch);

@@ -28,6 +28,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -163,6 +165,15 @@ std::string replicas_text(const std::vector<net::DescribeQuorumResponse::Replica
   return out;
 }
 
+// Sends a voter change to the leader: its error code and message.
+template <typename Request>
+io::Task<absl::StatusOr<std::pair<int16_t, std::string>>> change(net::Peer& peer, const Request& request) {
+  using Response = std::conditional_t<std::is_same_v<Request, net::AddRaftVoterRequest>, net::AddRaftVoterResponse,
+                                      net::RemoveRaftVoterResponse>;
+  CO_ASSIGN_OR_RETURN(Response r, co_await peer.call<Response>(request, 0, kTimeout + 5s));
+  co_return std::make_pair(r.error_code, r.error_message.value_or(""));
+}
+
 io::Task<void> quorum_main(io::Context* ctx, const QuorumArgs* args, int* exit_code, bool* done) {
   auto finish = [&](int code) {
     *exit_code = code;
@@ -185,8 +196,7 @@ io::Task<void> quorum_main(io::Context* ctx, const QuorumArgs* args, int* exit_c
     co_return;
   }
   net::Peer peer(ctx->network(), ctx->clock(), leader, "brook-metadata-quorum");
-  int16_t error = 0;
-  std::string message;
+  absl::StatusOr<std::pair<int16_t, std::string>> answer;
   if (args->command == "add-controller") {
     net::AddRaftVoterRequest request;
     request.timeout_ms = static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(kTimeout).count());
@@ -197,32 +207,17 @@ io::Task<void> quorum_main(io::Context* ctx, const QuorumArgs* args, int* exit_c
     listener.host = args->endpoint->host;
     listener.port = args->endpoint->port;
     request.listeners.push_back(std::move(listener));
-    absl::StatusOr<net::AddRaftVoterResponse> r =
-        co_await peer.call<net::AddRaftVoterResponse>(request, 0, kTimeout + 5s);
-    if (!r.ok()) {
-      std::fprintf(stderr, "brook metadata-quorum: %s\n", r.status().ToString().c_str());
-      finish(1);
-      co_return;
-    }
-    error = r->error_code;
-    message = r->error_message.value_or("");
+    answer = co_await change(peer, request);
   } else {
     net::RemoveRaftVoterRequest request;
     request.voter_id = args->controller_id;
     request.voter_directory_id = *args->directory_id;
-    absl::StatusOr<net::RemoveRaftVoterResponse> r =
-        co_await peer.call<net::RemoveRaftVoterResponse>(request, 0, kTimeout + 5s);
-    if (!r.ok()) {
-      std::fprintf(stderr, "brook metadata-quorum: %s\n", r.status().ToString().c_str());
-      finish(1);
-      co_return;
-    }
-    error = r->error_code;
-    message = r->error_message.value_or("");
+    answer = co_await change(peer, request);
   }
-  if (error != 0) {
-    std::fprintf(stderr, "brook metadata-quorum: %s: %s\n", std::string(net::error_name(error)).c_str(),
-                 message.c_str());
+  if (!answer.ok() || answer->first != 0) {
+    const std::string why = answer.ok() ? fmt::format("{}: {}", net::error_name(answer->first), answer->second)
+                                        : answer.status().ToString();
+    std::fprintf(stderr, "brook metadata-quorum: %s\n", why.c_str());
     finish(1);
     co_return;
   }
