@@ -392,18 +392,7 @@ io::Task<absl::Status> RaftNode::become_leader() {
   if (dynamic() && history_.latest().offset < 0 && kraft_version() >= 1) {
     kraft.kraft_version = kraft_version();
     kraft.voters = voters();
-    CO_ASSIGN_OR_RETURN(io::Buffer version_value, encode_kraft_version_record(*kraft.kraft_version));
-    CO_ASSIGN_OR_RETURN(io::Buffer voters_value, encode_voters_record(*kraft.voters));
-    net::NewRecord version_record;
-    version_record.timestamp_ms = record.timestamp_ms;
-    version_record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVersion});
-    version_record.value = std::move(version_value);
-    builder.append(std::move(version_record));
-    net::NewRecord voters_record;
-    voters_record.timestamp_ms = record.timestamp_ms;
-    voters_record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVoters});
-    voters_record.value = std::move(voters_value);
-    builder.append(std::move(voters_record));
+    CO_RETURN_IF_ERROR(append_kraft_control(builder, kraft, record.timestamp_ms));
   }
   CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
   epoch_start_offset_ = log_->log_end_offset();
@@ -1666,16 +1655,14 @@ std::optional<std::pair<net::Error, std::string>> RaftNode::voter_change_blocked
 }
 
 io::Task<absl::StatusOr<int64_t>> RaftNode::append_voters(VoterSet next) {
-  CO_ASSIGN_OR_RETURN(io::Buffer value, encode_voters_record(next));
+  KRaftControl control;
+  control.voters = std::move(next);
   net::RecordBatchOptions options;
   options.partition_leader_epoch = state_.epoch;
   options.control = true;
   net::RecordBatchBuilder builder(options);
-  net::NewRecord record;
-  record.timestamp_ms = ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000;
-  record.key = net::encode_control_record_key({.type = net::ControlRecordType::kKRaftVoters});
-  record.value = std::move(value);
-  builder.append(std::move(record));
+  CO_RETURN_IF_ERROR(append_kraft_control(
+      builder, control, ctx_->clock().wall_now().time_since_epoch().count() / 1'000'000));
   CO_ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
   absl::StatusOr<storage::AppendResult> appended =
       co_await log_->append_as_leader(std::move(batch), state_.epoch, storage::AppendOrigin::kCoordinator);
@@ -1683,8 +1670,6 @@ io::Task<absl::StatusOr<int64_t>> RaftNode::append_voters(VoterSet next) {
   if (!appended->ok()) {
     co_return absl::InternalError(fmt::format("raft: voters batch rejected: {}", appended->error_message));
   }
-  KRaftControl control;
-  control.voters = std::move(next);
   history_.add(appended->last_offset, control);
   ctx_->log().info("raft: voters {} appended at offset {}", fmt::join(voter_ids(), ","), appended->last_offset);
   changed();

@@ -90,21 +90,7 @@ absl::StatusOr<io::Buffer> encode_snapshot(const std::vector<io::Buffer>& values
     options.base_offset = offset;
     options.control = true;
     net::RecordBatchBuilder builder(options);
-    auto add = [&](net::ControlRecordType type, io::Buffer value) {
-      net::NewRecord record;
-      record.timestamp_ms = last_contained_timestamp_ms;
-      record.key = net::encode_control_record_key({.version = net::kControlRecordKeyVersion, .type = type});
-      record.value = std::move(value);
-      builder.append(std::move(record));
-    };
-    if (kraft->kraft_version.has_value()) {
-      ASSIGN_OR_RETURN(io::Buffer v, encode_kraft_version_record(*kraft->kraft_version));
-      add(net::ControlRecordType::kKRaftVersion, std::move(v));
-    }
-    if (kraft->voters.has_value()) {
-      ASSIGN_OR_RETURN(io::Buffer v, encode_voters_record(*kraft->voters));
-      add(net::ControlRecordType::kKRaftVoters, std::move(v));
-    }
+    RETURN_IF_ERROR(append_kraft_control(builder, *kraft, last_contained_timestamp_ms));
     offset += static_cast<int64_t>(builder.record_count());
     ASSIGN_OR_RETURN(io::Buffer batch, builder.build());
     out.append(std::move(batch));

@@ -93,6 +93,26 @@ absl::StatusOr<VoterSet> decode_voters_record(const io::Buffer& value) {
   return out;
 }
 
+absl::Status append_kraft_control(net::RecordBatchBuilder& builder, const KRaftControl& control,
+                                  int64_t timestamp_ms) {
+  auto add = [&](net::ControlRecordType type, io::Buffer value) {
+    net::NewRecord record;
+    record.timestamp_ms = timestamp_ms;
+    record.key = net::encode_control_record_key({.version = net::kControlRecordKeyVersion, .type = type});
+    record.value = std::move(value);
+    builder.append(std::move(record));
+  };
+  if (control.kraft_version.has_value()) {
+    ASSIGN_OR_RETURN(io::Buffer value, encode_kraft_version_record(*control.kraft_version));
+    add(net::ControlRecordType::kKRaftVersion, std::move(value));
+  }
+  if (control.voters.has_value()) {
+    ASSIGN_OR_RETURN(io::Buffer value, encode_voters_record(*control.voters));
+    add(net::ControlRecordType::kKRaftVoters, std::move(value));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KRaftControl> read_kraft_control(const io::Buffer& batch_bytes) {
   ASSIGN_OR_RETURN(std::vector<net::Record> records, net::decode_records(batch_bytes, kControlBatchBytesMax));
   KRaftControl out;

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "io/buffer.h"
 #include "io/network.h"
+#include "net/kafka/record_batch.h"
 #include "net/kafka/wire.h"
 
 namespace brook::raft {
@@ -76,6 +77,11 @@ struct KRaftControl {
 absl::StatusOr<io::Buffer> encode_kraft_version_record(int16_t kraft_version);
 absl::StatusOr<io::Buffer> encode_voters_record(const VoterSet& voters);
 absl::StatusOr<VoterSet> decode_voters_record(const io::Buffer& value);
+// Appends the records `control` sets (KRaftVersionRecord, then
+// VotersRecord) to a control batch being built: the leader's first batch,
+// a voter change, a snapshot's voters.
+absl::Status append_kraft_control(net::RecordBatchBuilder& builder, const KRaftControl& control,
+                                  int64_t timestamp_ms);
 // Reads the KRaftVersion and Voters records of one control batch (`bytes`
 // is the whole batch). Other control records are skipped. DataLoss when a
 // record of those types does not decode or a voter set is empty or repeats
