@@ -1437,13 +1437,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_describe_quorum(const net
   for (const auto& [id, voter] : voters()) {
     net::DescribeQuorumResponse::Node node;
     node.node_id = id;
-    for (const VoterEndpoint& e : voter.endpoints) {
-      net::DescribeQuorumResponse::Listener listener;
-      listener.name = e.name;
-      listener.host = e.address.host;
-      listener.port = e.address.port;
-      node.listeners.push_back(std::move(listener));
-    }
+    node.listeners = listeners_of<net::DescribeQuorumResponse::Listener>(voter.endpoints);
     response.nodes.push_back(std::move(node));
   }
   co_return net::encode_response(response, frame.header);

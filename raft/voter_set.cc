@@ -60,13 +60,7 @@ absl::StatusOr<io::Buffer> encode_voters_record(const VoterSet& voters) {
     net::VotersRecord::Voter out;
     out.voter_id = id;
     out.voter_directory_id = v.directory_id;
-    for (const VoterEndpoint& e : v.endpoints) {
-      net::VotersRecord::Endpoint endpoint;
-      endpoint.name = e.name;
-      endpoint.host = e.address.host;
-      endpoint.port = e.address.port;
-      out.endpoints.push_back(std::move(endpoint));
-    }
+    out.endpoints = listeners_of<net::VotersRecord::Endpoint>(v.endpoints);
     out.k_raft_version_feature.min_supported_version = v.min_kraft_version;
     out.k_raft_version_feature.max_supported_version = v.max_kraft_version;
     record.voters.push_back(std::move(out));

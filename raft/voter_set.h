@@ -61,6 +61,19 @@ std::vector<VoterEndpoint> endpoints_of(const Listeners& listeners) {
   for (const auto& l : listeners) out.push_back(VoterEndpoint{l.name, io::Address(l.host, l.port)});
   return out;
 }
+// The reverse: a message's listener list (VotersRecord, DescribeQuorum).
+template <typename Listener>
+std::vector<Listener> listeners_of(const std::vector<VoterEndpoint>& endpoints) {
+  std::vector<Listener> out;
+  for (const VoterEndpoint& e : endpoints) {
+    Listener l;
+    l.name = e.name;
+    l.host = e.address.host;
+    l.port = e.address.port;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
 
 // A static voter set (kraft.version 0): ids and addresses, no directory
 // ids, under `listener`.
