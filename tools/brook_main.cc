@@ -15,6 +15,7 @@ void usage() {
                "commands:\n"
                "  sim         run seeded simulations (--seed N, --seeds A..B, --trace FILE)\n"
                "  bench       real-backend benchmarks (net, file)\n"
+               "  server      run a Kafka node: broker and controller (localhost:9092 by default)\n"
                "  controller  run one KRaft controller quorum replica\n"
                "  metadata-quorum  describe a KRaft quorum; add or remove controllers\n"
                "  format      write meta.properties into a data directory\n"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   const std::string_view command = argv[1];
   if (command == "sim") return brook::tools::sim_main(args);
   if (command == "bench") return brook::tools::bench_main(args);
+  if (command == "server") return brook::tools::server_main(args);
   if (command == "controller") return brook::tools::controller_main(args);
   if (command == "format") return brook::tools::format_main(args);
   if (command == "metadata-quorum") return brook::tools::metadata_quorum_main(args);

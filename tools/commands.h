@@ -15,6 +15,8 @@ using Args = std::span<const std::string_view>;
 int sim_main(Args args);
 // brook bench net|file ... (real-backend benchmarks)
 int bench_main(Args args);
+// brook server [--config FILE] [--override KEY=VALUE ...] [--data-dir DIR]
+int server_main(Args args);
 // brook controller --node-id N --controller-quorum-voters ... --data-dir D
 int controller_main(Args args);
 // brook metadata-quorum --bootstrap-controller H:P describe|add-controller|remove-controller

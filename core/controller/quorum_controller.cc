@@ -436,7 +436,9 @@ io::Task<net::BrokerRegistrationResponse> QuorumController::register_broker(
   const io::Instant now = ctx_->clock().now();
   if (const metadata::BrokerRegistration* existing = latest_.cluster().broker(request.broker_id)) {
     auto session = sessions_.find(request.broker_id);
-    const bool live = session != sessions_.end() &&
+    // A fenced broker has no session (Kafka's BrokerHeartbeatManager): it
+    // may come back as a new incarnation at once.
+    const bool live = !existing->fenced && session != sessions_.end() &&
                       now - session->second.last_contact < config_.broker_session_timeout;
     if (live && existing->incarnation_id != request.incarnation_id) {
       response.error_code = err(net::Error::kDuplicateBrokerRegistration);

@@ -83,6 +83,7 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
     if (!parsed.ok()) break;
     absl::StatusOr<io::BufferChain> response = co_await (*handler)(std::move(parsed->frame));
     if (!response.ok()) break;
+    if (response->size() == 0) continue;  // a request without an answer (Produce, acks=0)
     if (!(co_await conn->write_all(std::move(*response))).ok()) break;
   }
   conn->close();

@@ -13,7 +13,8 @@
 // Server side: serve() accepts connections until it is cancelled and
 // answers each connection's requests in order with `handler`. A request the
 // handler cannot answer (an error status) closes the connection, as Kafka
-// does with requests it cannot parse.
+// does with requests it cannot parse; an empty answer sends nothing (Produce
+// with acks=0).
 #pragma once
 
 #include <cstdint>

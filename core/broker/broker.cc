@@ -1,0 +1,430 @@
+// core/broker/broker.cc: metadata replay, partitions, lifecycle and the
+// controller channel. The client APIs are in kafka_apis.cc.
+#include "core/broker/broker.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/controller/quorum_controller.h"
+#include "core/metadata/record_serde.h"
+#include "io/assert.h"
+#include "io/status.h"
+#include "io/when.h"
+#include "net/kafka/messages/allocate_producer_ids_request.h"
+#include "net/kafka/messages/allocate_producer_ids_response.h"
+#include "net/kafka/messages/broker_heartbeat_request.h"
+#include "net/kafka/messages/broker_heartbeat_response.h"
+#include "net/kafka/messages/broker_registration_request.h"
+#include "net/kafka/messages/broker_registration_response.h"
+#include "net/kafka/record_batch.h"
+#include "storage/checkpoint.h"
+
+namespace brook::broker {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Batches are decoded for replay with at most this many records each.
+constexpr size_t kRecordsDecodedMax = 1 << 20;
+
+std::string partition_dir(const std::string& topic, int32_t index) {
+  return fmt::format("{}-{}", topic, index);
+}
+
+std::optional<int64_t> parse_long(std::string_view text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
+    : ctx_(&ctx), raft_(&raft), config_(std::move(config)) {}
+
+Broker::~Broker() = default;
+
+// --- metadata -----------------------------------------------------------------
+
+void Broker::handle_commit(const raft::CommittedBatch& batch) {
+  if (!batch.control) {
+    absl::StatusOr<std::vector<net::Record>> records = net::decode_records(batch.bytes, kRecordsDecodedMax);
+    BROOK_ASSERT_MSG(records.ok(), "broker: committed batch at {} does not decode: {}", batch.base_offset,
+                     records.status().ToString());
+    metadata::MetadataDelta delta(image_);
+    int64_t offset = batch.base_offset;
+    for (const net::Record& record : *records) {
+      if (record.value.has_value()) {
+        absl::StatusOr<metadata::MetadataRecordAndVersion> decoded =
+            metadata::decode_metadata_record(*record.value);
+        absl::Status applied =
+            decoded.ok() ? delta.apply(decoded->record, offset, batch.epoch) : decoded.status();
+        BROOK_ASSERT_MSG(applied.ok(), "broker: committed record at {} does not replay: {}", offset,
+                         applied.ToString());
+      }
+      ++offset;
+    }
+    image_end_ = batch.last_offset + 1;
+    set_image(delta.build());
+    return;
+  }
+  image_end_ = batch.last_offset + 1;
+}
+
+void Broker::handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) {
+  std::vector<metadata::MetadataRecordAndVersion> records;
+  records.reserve(values.size());
+  for (const io::Buffer& value : values) {
+    absl::StatusOr<metadata::MetadataRecordAndVersion> decoded = metadata::decode_metadata_record(value);
+    BROOK_ASSERT_MSG(decoded.ok(), "broker: snapshot {} holds a bad record: {}", raft::snapshot_file_name(id),
+                     decoded.status().ToString());
+    records.push_back(std::move(*decoded));
+  }
+  absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot(
+      records, metadata::MetadataProvenance{.last_offset = id.end_offset - 1, .last_epoch = id.epoch});
+  BROOK_ASSERT_MSG(image.ok(), "broker: snapshot {} does not load: {}", raft::snapshot_file_name(id),
+                   image.status().ToString());
+  image_end_ = id.end_offset;
+  set_image(std::move(*image));
+}
+
+void Broker::set_image(metadata::MetadataImage image) {
+  image_ = std::move(image);
+  image_changed_.set();
+  image_waiters_.notify_all();
+}
+
+bool Broker::serving() const {
+  const metadata::BrokerRegistration* b = image_.cluster().broker(config_.node_id);
+  return b != nullptr && !b->fenced && broker_epoch_ >= 0 && b->epoch == broker_epoch_;
+}
+
+Partition* Broker::find(const std::string& topic, int32_t index) {
+  auto it = partitions_.find(PartitionKey(topic, index));
+  return it == partitions_.end() ? nullptr : it->second.get();
+}
+
+storage::LogConfig Broker::log_config_for(const std::string& topic) const {
+  storage::LogConfig c = config_.log_defaults;
+  const metadata::ConfigMap* m =
+      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, topic});
+  if (m == nullptr) return c;
+  auto num = [&](std::string_view name) -> std::optional<int64_t> {
+    auto it = m->find(name);
+    if (it == m->end()) return std::nullopt;
+    return parse_long(it->second);
+  };
+  if (auto v = num("segment.bytes"); v && *v > 0) c.segment_bytes = static_cast<uint64_t>(*v);
+  if (auto v = num("segment.ms"); v && *v > 0) c.segment_ms = *v;
+  if (auto v = num("segment.jitter.ms"); v && *v >= 0) c.segment_jitter_ms = *v;
+  if (auto v = num("segment.index.bytes"); v && *v > 0) c.segment_index_bytes = static_cast<uint64_t>(*v);
+  if (auto v = num("index.interval.bytes"); v && *v >= 0) c.index_interval_bytes = static_cast<uint64_t>(*v);
+  if (auto v = num("flush.messages"); v && *v > 0) c.flush_messages = *v;
+  if (auto v = num("flush.ms"); v && *v >= 0) c.flush_ms = *v;
+  if (auto v = num("retention.ms")) c.retention_ms = *v;
+  if (auto v = num("retention.bytes")) c.retention_bytes = *v;
+  if (auto v = num("delete.retention.ms"); v && *v >= 0) c.delete_retention_ms = *v;
+  if (auto v = num("min.compaction.lag.ms"); v && *v >= 0) c.min_compaction_lag_ms = *v;
+  if (auto v = num("max.compaction.lag.ms"); v && *v > 0) c.max_compaction_lag_ms = *v;
+  if (auto v = num("max.message.bytes"); v && *v >= 0) c.max_message_bytes = static_cast<size_t>(*v);
+  if (auto v = num("message.timestamp.before.max.ms"); v && *v >= 0) c.timestamp_before_max_ms = *v;
+  if (auto v = num("message.timestamp.after.max.ms"); v && *v >= 0) c.timestamp_after_max_ms = *v;
+  if (auto it = m->find("cleanup.policy"); it != m->end()) {
+    c.cleanup_delete = it->second.find("delete") != std::string::npos;
+    c.cleanup_compact = it->second.find("compact") != std::string::npos;
+  }
+  if (auto it = m->find("message.timestamp.type"); it != m->end()) {
+    c.timestamp_type = it->second == "LogAppendTime" ? net::TimestampType::kLogAppendTime
+                                                     : net::TimestampType::kCreateTime;
+  }
+  if (auto it = m->find("min.cleanable.dirty.ratio"); it != m->end()) {
+    char* end = nullptr;
+    const double r = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str()) c.min_cleanable_dirty_ratio = r;
+  }
+  return c;
+}
+
+int32_t Broker::min_insync_for(const std::string& topic) const {
+  const metadata::ConfigMap* m =
+      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, topic});
+  if (m != nullptr) {
+    auto it = m->find("min.insync.replicas");
+    if (it != m->end()) {
+      if (auto v = parse_long(it->second); v && *v >= 1 && *v <= INT32_MAX) return static_cast<int32_t>(*v);
+    }
+  }
+  return config_.min_insync_replicas;
+}
+
+io::Task<void> Broker::apply_loop() {
+  while (true) {
+    co_await image_changed_.wait();
+    image_changed_.reset();
+    absl::Status s = co_await apply_image();
+    if (!s.ok()) {
+      ctx_->log().warn("broker: applying metadata at offset {}: {}", image_end_, s.ToString());
+      co_await ctx_->clock().sleep_for(1s);
+      image_changed_.set();  // try again
+    }
+  }
+}
+
+io::Task<absl::Status> Broker::apply_image() {
+  io::SemaphoreUnits lock = co_await apply_mu_.lock();
+  const metadata::MetadataImage image = image_;  // a consistent view while we wait on the disk
+  // Partitions whose topic is gone (or was replaced by another of the same
+  // name), or that no longer have a replica here.
+  std::vector<PartitionKey> gone;
+  for (const auto& [key, p] : partitions_) {
+    const metadata::TopicImage* t = image.topics().topic(key.first);
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key.second);
+    if (t == nullptr || !(t->id == p->topic_id) || reg == nullptr ||
+        std::find(reg->replicas.begin(), reg->replicas.end(), config_.node_id) == reg->replicas.end()) {
+      gone.push_back(key);
+    }
+  }
+  for (const PartitionKey& key : gone) {
+    CO_RETURN_IF_ERROR(co_await remove_partition(key));
+  }
+  for (const auto& [id, topic] : image.topics().by_id) {
+    for (const auto& [index, reg] : topic->partitions) {
+      if (std::find(reg.replicas.begin(), reg.replicas.end(), config_.node_id) == reg.replicas.end()) continue;
+      Partition* p = find(topic->name, index);
+      if (p == nullptr) {
+        CO_RETURN_IF_ERROR(co_await open_partition(*topic, index));
+        p = find(topic->name, index);
+        if (p == nullptr) continue;
+      }
+      const bool becomes_leader = reg.leader == config_.node_id &&
+                                  (p->leader != config_.node_id || p->leader_epoch != reg.leader_epoch);
+      p->leader = reg.leader;
+      p->leader_epoch = reg.leader_epoch;
+      p->partition_epoch = reg.partition_epoch;
+      p->replicas = reg.replicas;
+      p->isr = reg.isr;
+      p->min_insync_replicas = min_insync_for(topic->name);
+      p->log->set_config(log_config_for(topic->name));
+      if (becomes_leader) {
+        ctx_->log().info("broker: leader of {}-{} in epoch {} (log end {})", topic->name, index,
+                         reg.leader_epoch, p->log->log_end_offset());
+      }
+      if (p->leader == config_.node_id && p->isr.size() == 1 && p->isr[0] == config_.node_id) {
+        // The leader alone is the ISR: everything it holds is committed.
+        p->log->set_high_watermark(p->log->log_end_offset());
+      }
+    }
+  }
+  appended_.notify_all();
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic, int32_t index) {
+  const std::string dir = partition_dir(topic.name, index);
+  const std::string metadata_path = dir + "/" + std::string(storage::kPartitionMetadataFileName);
+  CO_ASSIGN_OR_RETURN(std::optional<net::Uuid> stored,
+                      co_await storage::read_partition_metadata(ctx_->disk(), metadata_path));
+  if (stored.has_value() && !(*stored == topic.id)) {
+    // A directory of an earlier topic of this name, deleted while this
+    // broker was away.
+    ctx_->log().info("broker: removing {} (it belonged to topic id {})", dir, stored->to_string());
+    CO_RETURN_IF_ERROR(co_await remove_dir(dir));
+    stored.reset();
+  }
+  CO_RETURN_IF_ERROR(co_await ctx_->disk().make_dir(dir));
+  if (!stored.has_value()) {
+    CO_RETURN_IF_ERROR(co_await storage::write_partition_metadata(ctx_->disk(), metadata_path, topic.id));
+  }
+  storage::LogOptions options;
+  options.dir = dir;
+  options.config = log_config_for(topic.name);
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<storage::Log> log,
+                      co_await storage::Log::open(ctx_->disk(), ctx_->clock(), options));
+  auto p = std::make_unique<Partition>();
+  p->topic = topic.name;
+  p->topic_id = topic.id;
+  p->index = index;
+  p->log = std::move(log);
+  partitions_[PartitionKey(topic.name, index)] = std::move(p);
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
+  auto it = partitions_.find(key);
+  if (it == partitions_.end()) co_return absl::OkStatus();
+  std::unique_ptr<Partition> p = std::move(it->second);
+  partitions_.erase(it);
+  appended_.notify_all();
+  (void)co_await p->log->close();
+  const std::string dir = p->log->dir();
+  ctx_->log().info("broker: removing partition {}", dir);
+  co_return co_await remove_dir(dir);
+}
+
+io::Task<absl::Status> Broker::remove_dir(std::string dir) {
+  absl::StatusOr<std::vector<std::string>> names = co_await ctx_->disk().list(dir);
+  if (!names.ok()) {
+    if (absl::IsNotFound(names.status())) co_return absl::OkStatus();
+    co_return names.status();
+  }
+  for (const std::string& name : *names) {
+    CO_RETURN_IF_ERROR(co_await ctx_->disk().remove(dir + "/" + name));
+  }
+  CO_RETURN_IF_ERROR(co_await ctx_->disk().remove(dir));
+  co_return co_await ctx_->disk().sync_dir("");
+}
+
+io::Task<bool> Broker::wait_for_topic(std::string topic, bool present, io::Duration timeout) {
+  const io::Instant deadline = ctx_->clock().now() + timeout;
+  auto ready = [&] {
+    const metadata::TopicImage* t = image_.topics().topic(topic);
+    if (!present) return t == nullptr;
+    if (t == nullptr) return false;
+    for (const auto& [index, reg] : t->partitions) {
+      if (reg.leader < 0) return false;
+      if (reg.leader == config_.node_id) {
+        // Our own partitions: opened too.
+        Partition* p = find(topic, index);
+        if (p == nullptr || p->leader_epoch != reg.leader_epoch) return false;
+      }
+    }
+    return true;
+  };
+  while (!ready()) {
+    if (ctx_->clock().now() >= deadline) co_return false;
+    auto wait = [](io::WaitList* w) -> io::Task<void> { co_await w->wait(); };
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+  }
+  co_return true;
+}
+
+// --- lifecycle ----------------------------------------------------------------
+
+io::Task<void> Broker::run() {
+  io::TaskScope tasks(co_await io::this_executor());
+  tasks.spawn(apply_loop());
+  co_await lifecycle_loop();
+}
+
+io::Task<bool> Broker::register_once() {
+  net::BrokerRegistrationRequest r;
+  r.broker_id = config_.node_id;
+  r.cluster_id = config_.cluster_id;
+  r.incarnation_id = config_.incarnation_id;
+  r.rack = config_.rack;
+  net::BrokerRegistrationRequest::Listener l;
+  l.name = config_.listener_name;
+  l.host = config_.advertised.host;
+  l.port = config_.advertised.port;
+  l.security_protocol = 0;  // PLAINTEXT
+  r.listeners.push_back(l);
+  net::BrokerRegistrationRequest::Feature mv;
+  mv.name = std::string(metadata::kMetadataVersionFeature);
+  mv.min_supported_version = controller::kMetadataVersionMin;
+  mv.max_supported_version = controller::kMetadataVersionLatest;
+  r.features.push_back(mv);
+  if (!config_.directory_id.is_zero()) r.log_dirs.push_back(config_.directory_id);
+  absl::StatusOr<net::BrokerRegistrationResponse> resp = co_await call_controller<net::BrokerRegistrationResponse>(
+      r, 2, ctx_->clock().now() + kControllerRpcTimeout);
+  if (!resp.ok()) co_return false;
+  if (resp->error_code != 0) {
+    ctx_->log().warn("broker: registration refused: {}", net::error_name(resp->error_code));
+    co_return false;
+  }
+  broker_epoch_ = resp->broker_epoch;
+  ctx_->log().info("broker: registered as broker {} with epoch {}", config_.node_id, broker_epoch_);
+  co_return true;
+}
+
+io::Task<void> Broker::lifecycle_loop() {
+  while (true) {
+    if (broker_epoch_ < 0) {
+      if (!co_await register_once()) {
+        co_await ctx_->clock().sleep_for(500ms);
+        continue;
+      }
+    }
+    net::BrokerHeartbeatRequest h;
+    h.broker_id = config_.node_id;
+    h.broker_epoch = broker_epoch_;
+    h.current_metadata_offset = image_end_ - 1;
+    h.want_fence = false;
+    h.want_shut_down = want_shut_down_;
+    absl::StatusOr<net::BrokerHeartbeatResponse> hb = co_await call_controller<net::BrokerHeartbeatResponse>(
+        h, 1, ctx_->clock().now() + kControllerRpcTimeout);
+    if (hb.ok()) {
+      if (hb->error_code == net::code(net::Error::kStaleBrokerEpoch)) {
+        broker_epoch_ = -1;
+        continue;
+      }
+      if (hb->error_code == 0 && hb->should_shut_down && want_shut_down_) {
+        shut_down_ = true;
+        controlled_shutdown_done_.set();
+        co_return;
+      }
+    }
+    // Faster while waiting for the controller (to be unfenced, or to let us
+    // shut down).
+    const bool waiting = want_shut_down_ || !serving();
+    co_await ctx_->clock().sleep_for(waiting ? std::min<io::Duration>(config_.heartbeat_interval, 200ms)
+                                             : config_.heartbeat_interval);
+  }
+}
+
+io::Task<void> Broker::shutdown(io::Duration timeout) {
+  if (broker_epoch_ >= 0 && !shut_down_) {
+    want_shut_down_ = true;
+    auto wait = [](io::Event* e) -> io::Task<void> { co_await e->wait(); };
+    (void)co_await io::with_timeout(ctx_->clock(), timeout, wait(&controlled_shutdown_done_));
+  }
+  io::SemaphoreUnits lock = co_await apply_mu_.lock();
+  for (auto& [key, p] : partitions_) (void)co_await p->log->close();
+}
+
+std::optional<io::Address> Broker::controller_address() const {
+  const int32_t leader = raft_->leader_id();
+  if (leader < 0) return std::nullopt;
+  const raft::VoterSet& voters = raft_->voters();
+  auto it = voters.find(leader);
+  if (it != voters.end() && !it->second.endpoints.empty()) return it->second.endpoints.front().address;
+  auto st = raft_->config().voters.find(leader);
+  if (st != raft_->config().voters.end()) return st->second;
+  return std::nullopt;
+}
+
+net::Peer& Broker::controller_peer(const io::Address& address) {
+  const std::string key = address.to_string();
+  auto it = controller_peers_.find(key);
+  if (it == controller_peers_.end()) {
+    it = controller_peers_
+             .emplace(key, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
+                                                       fmt::format("broker-{}", config_.node_id)))
+             .first;
+  }
+  return *it->second;
+}
+
+io::Task<absl::StatusOr<int64_t>> Broker::next_producer_id(io::Instant deadline) {
+  io::SemaphoreUnits lock = co_await producer_id_mu_.lock();
+  while (producer_id_next_ >= producer_id_end_) {
+    net::AllocateProducerIdsRequest r;
+    r.broker_id = config_.node_id;
+    r.broker_epoch = broker_epoch_;
+    CO_ASSIGN_OR_RETURN(net::AllocateProducerIdsResponse resp,
+                        co_await call_controller<net::AllocateProducerIdsResponse>(r, 0, deadline));
+    if (resp.error_code != 0) {
+      co_return absl::UnavailableError(
+          fmt::format("AllocateProducerIds: {}", net::error_name(resp.error_code)));
+    }
+    producer_id_next_ = resp.producer_id_start;
+    producer_id_end_ = resp.producer_id_start + resp.producer_id_len;
+  }
+  co_return producer_id_next_++;
+}
+
+}  // namespace brook::broker

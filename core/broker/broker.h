@@ -1,0 +1,248 @@
+// core/broker/broker.h
+//
+// Broker: the data plane of one node (Kafka's BrokerServer: KafkaApis,
+// ReplicaManager, BrokerLifecycleManager and the broker's MetadataLoader in
+// one class), written against io::Context so it runs in the simulator and on
+// real I/O alike.
+//
+// Metadata. The broker is a RaftListener: it replays every committed batch
+// of the metadata log into its own MetadataImage (the same MetadataDelta
+// code the controllers run). A background task then applies the image to
+// the partitions: a partition this broker is a replica of gets its log
+// opened (created in `<topic>-<partition>/` with a `partition.metadata`
+// naming the topic id), learns its leader, leader epoch and ISR; a
+// partition whose topic is gone is closed and its directory removed. A
+// directory left over from a topic deleted while the broker was down (its
+// partition.metadata names another topic id) is removed before reuse.
+//
+// Lifecycle (Kafka's BrokerLifecycleManager). The broker registers with the
+// active controller (BrokerRegistration: its listener, rack, incarnation id
+// and the metadata.version range it supports) and heartbeats every
+// heartbeat_interval with the offset it has replayed; the controller
+// unfences it once it has caught up. shutdown() asks for a controlled
+// shutdown (leadership moves away) before the logs close.
+//
+// Controller calls go to the Raft leader, found through the Raft node
+// (leader id and the voters' endpoints), with retries on NOT_CONTROLLER and
+// unreachable controllers until the request's deadline.
+//
+// Client APIs (handle_request): ApiVersions, Metadata (with auto-creation),
+// Produce (acks 0, 1 and all; idempotent producers), Fetch (long polling,
+// read_committed, no incremental sessions: every answer is a full one with
+// session id 0, which clients accept), ListOffsets, OffsetsForLeaderEpoch,
+// InitProducerId (non-transactional), DeleteRecords, DescribeConfigs,
+// DescribeCluster, and CreateTopics, DeleteTopics, CreatePartitions,
+// IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
+// AlterClientQuotas forwarded to the controller.
+//
+// Replication between brokers (followers fetching from leaders) is not
+// built yet: a partition's high watermark follows its leader's log end only
+// while the ISR is the leader alone, so replication factor 1 is what this
+// broker serves fully.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fmt/format.h"
+#include "net/kafka/errors.h"
+#include "core/metadata/image.h"
+#include "io/buffer.h"
+#include "io/context.h"
+#include "io/scope.h"
+#include "io/sync.h"
+#include "io/task.h"
+#include "io/time.h"
+#include "net/kafka/frame.h"
+#include "net/kafka/rpc.h"
+#include "raft/raft_node.h"
+#include "storage/log.h"
+
+namespace brook::broker {
+
+struct BrokerConfig {
+  int32_t node_id = 1;
+  std::string cluster_id;
+  // The listener clients use, as registered (listeners /
+  // advertised.listeners).
+  std::string listener_name = "PLAINTEXT";
+  io::Address advertised{"localhost", 9092};
+  std::optional<std::string> rack;  // broker.rack
+  net::Uuid incarnation_id;
+  net::Uuid directory_id;
+  // broker.heartbeat.interval.ms
+  io::Duration heartbeat_interval{std::chrono::milliseconds(2000)};
+  // How long a forwarded request may wait for the controller.
+  io::Duration controller_timeout{std::chrono::milliseconds(30000)};
+  // auto.create.topics.enable, num.partitions, default.replication.factor
+  bool auto_create_topics = true;
+  int32_t num_partitions = 1;
+  int16_t default_replication_factor = 1;
+  // log.* broker defaults every topic starts from.
+  storage::LogConfig log_defaults;
+  // min.insync.replicas (broker default).
+  int32_t min_insync_replicas = 1;
+  // message.max.bytes broker default (max.message.bytes of topics).
+  // Included in log_defaults.max_message_bytes.
+};
+
+// One partition replica on this broker.
+struct Partition {
+  std::string topic;
+  net::Uuid topic_id;
+  int32_t index = 0;
+  std::unique_ptr<storage::Log> log;
+  int32_t leader = -1;
+  int32_t leader_epoch = -1;
+  int32_t partition_epoch = -1;
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+  int32_t min_insync_replicas = 1;
+};
+
+class Broker final : public raft::RaftListener {
+ public:
+  // `raft` is the node's metadata log replica (a voter in combined mode).
+  Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config);
+  ~Broker() override;
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Registration, heartbeats and applying metadata to the partitions; runs
+  // until cancelled.
+  io::Task<void> run();
+  // Controlled shutdown (bounded by `timeout`), then every log is closed.
+  io::Task<void> shutdown(io::Duration timeout);
+
+  // Answers one client request frame. An empty chain means no response
+  // (Produce with acks=0).
+  io::Task<absl::StatusOr<io::BufferChain>> handle_request(net::RequestFrame frame);
+  // handle_request, logging a request it cannot answer (the connection is
+  // then closed).
+  io::Task<absl::StatusOr<io::BufferChain>> answer(net::RequestFrame frame);
+
+  const metadata::MetadataImage& image() const { return image_; }
+  int64_t broker_epoch() const { return broker_epoch_; }
+  int32_t node_id() const { return config_.node_id; }
+  // Registered and unfenced in the replayed image.
+  bool serving() const;
+  const std::map<std::pair<std::string, int32_t>, std::unique_ptr<Partition>>& partitions() const {
+    return partitions_;
+  }
+
+  // raft::RaftListener
+  void handle_commit(const raft::CommittedBatch& batch) override;
+  void handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) override;
+
+ private:
+  using PartitionKey = std::pair<std::string, int32_t>;
+
+  // --- metadata and partitions (broker.cc) ---
+  void set_image(metadata::MetadataImage image);
+  io::Task<void> apply_loop();
+  io::Task<absl::Status> apply_image();
+  io::Task<absl::Status> open_partition(const metadata::TopicImage& topic, int32_t index);
+  io::Task<absl::Status> remove_partition(PartitionKey key);
+  io::Task<absl::Status> remove_dir(std::string dir);
+  storage::LogConfig log_config_for(const std::string& topic) const;
+  int32_t min_insync_for(const std::string& topic) const;
+  // Waits (up to `timeout`) until the image holds `topic` with a leader for
+  // every partition, or until it is gone when `present` is false.
+  io::Task<bool> wait_for_topic(std::string topic, bool present, io::Duration timeout);
+  Partition* find(const std::string& topic, int32_t index);
+
+  // --- lifecycle and the controller (broker.cc) ---
+  io::Task<void> lifecycle_loop();
+  io::Task<bool> register_once();
+  // The active controller's address, if known.
+  std::optional<io::Address> controller_address() const;
+  net::Peer& controller_peer(const io::Address& address);
+  // Sends `request` to the active controller, retrying on NOT_CONTROLLER
+  // (top-level error code), unreachable controllers and timeouts until
+  // `deadline`. DeadlineExceeded when no controller answered in time.
+  template <typename Resp, typename Req>
+  io::Task<absl::StatusOr<Resp>> call_controller(const Req& request, int16_t version, io::Instant deadline);
+  io::Task<absl::StatusOr<int64_t>> next_producer_id(io::Instant deadline);
+
+  // --- client APIs (kafka_apis.cc) ---
+  io::Task<absl::StatusOr<io::BufferChain>> on_api_versions(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_metadata(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_produce(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_fetch(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_list_offsets(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_offsets_for_leader_epoch(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_init_producer_id(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_delete_records(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_configs(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_cluster(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_create_topics(const net::RequestFrame& frame);
+  // Forwards a controller API request as it came and answers with the
+  // controller's answer (a timeout answers REQUEST_TIMED_OUT).
+  template <typename Req, typename Resp>
+  io::Task<absl::StatusOr<io::BufferChain>> forward(const net::RequestFrame& frame);
+
+  io::Context* ctx_;
+  raft::RaftNode* raft_;
+  BrokerConfig config_;
+
+  metadata::MetadataImage image_;
+  int64_t image_end_ = 0;  // the metadata log offset replayed up to
+  io::Event image_changed_;     // set on every replay; the apply loop resets it
+  io::WaitList image_waiters_;  // woken on every replay
+  // Partitions by (topic, index).
+  std::map<PartitionKey, std::unique_ptr<Partition>> partitions_;
+  io::Mutex apply_mu_;
+  // Woken after every append (long-polling fetches).
+  io::WaitList appended_;
+
+  int64_t broker_epoch_ = -1;
+  bool want_shut_down_ = false;
+  bool shut_down_ = false;
+  io::Event controlled_shutdown_done_;
+  std::map<std::string, std::unique_ptr<net::Peer>> controller_peers_;
+
+  // Producer ids handed out by InitProducerId: the current block.
+  int64_t producer_id_next_ = 0;
+  int64_t producer_id_end_ = 0;
+  io::Mutex producer_id_mu_;
+};
+
+// --- implementation -------------------------------------------------------
+
+inline constexpr io::Duration kControllerRpcTimeout{std::chrono::seconds(5)};
+inline constexpr io::Duration kControllerRetryBackoff{std::chrono::milliseconds(100)};
+
+template <typename Resp, typename Req>
+inline io::Task<absl::StatusOr<Resp>> Broker::call_controller(const Req& request, int16_t version, io::Instant deadline) {
+  absl::Status last = absl::UnavailableError("no active controller known");
+  while (ctx_->clock().now() < deadline) {
+    std::optional<io::Address> address = controller_address();
+    if (!address.has_value()) {
+      co_await ctx_->clock().sleep_for(kControllerRetryBackoff);
+      continue;
+    }
+    const io::Duration left = deadline - ctx_->clock().now();
+    absl::StatusOr<Resp> response =
+        co_await controller_peer(*address).template call<Resp>(request, version, std::min(left, kControllerRpcTimeout));
+    if (response.ok()) {
+      if constexpr (requires { response->error_code; }) {
+        if (response->error_code == net::code(net::Error::kNotController)) {
+          last = absl::UnavailableError("NOT_CONTROLLER");
+          co_await ctx_->clock().sleep_for(kControllerRetryBackoff);
+          continue;
+        }
+      }
+      co_return response;
+    }
+    last = response.status();
+    co_await ctx_->clock().sleep_for(kControllerRetryBackoff);
+  }
+  co_return absl::DeadlineExceededError(fmt::format("{}: no controller answered: {}", Req::kName, last.ToString()));
+}
+
+}  // namespace brook::broker

@@ -1,0 +1,820 @@
+// core/broker/kafka_apis.cc: the client APIs of the broker (Kafka's
+// KafkaApis), each decoding its request at the version sent and answering
+// with Kafka's per-partition error codes.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/broker/broker.h"
+#include "core/configs/configs.h"
+#include "core/controller/quorum_controller.h"
+#include "io/status.h"
+#include "io/when.h"
+#include "net/kafka/apis.h"
+#include "net/kafka/messages/alter_client_quotas_request.h"
+#include "net/kafka/messages/alter_client_quotas_response.h"
+#include "net/kafka/messages/alter_configs_request.h"
+#include "net/kafka/messages/alter_configs_response.h"
+#include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/api_versions_response.h"
+#include "net/kafka/messages/create_acls_request.h"
+#include "net/kafka/messages/create_acls_response.h"
+#include "net/kafka/messages/create_partitions_request.h"
+#include "net/kafka/messages/create_partitions_response.h"
+#include "net/kafka/messages/create_topics_request.h"
+#include "net/kafka/messages/create_topics_response.h"
+#include "net/kafka/messages/delete_acls_request.h"
+#include "net/kafka/messages/delete_acls_response.h"
+#include "net/kafka/messages/delete_records_request.h"
+#include "net/kafka/messages/delete_records_response.h"
+#include "net/kafka/messages/delete_topics_request.h"
+#include "net/kafka/messages/delete_topics_response.h"
+#include "net/kafka/messages/describe_cluster_request.h"
+#include "net/kafka/messages/describe_cluster_response.h"
+#include "net/kafka/messages/describe_configs_request.h"
+#include "net/kafka/messages/describe_configs_response.h"
+#include "net/kafka/messages/fetch_request.h"
+#include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/messages/incremental_alter_configs_request.h"
+#include "net/kafka/messages/incremental_alter_configs_response.h"
+#include "net/kafka/messages/init_producer_id_request.h"
+#include "net/kafka/messages/init_producer_id_response.h"
+#include "net/kafka/messages/list_offsets_request.h"
+#include "net/kafka/messages/list_offsets_response.h"
+#include "net/kafka/messages/metadata_request.h"
+#include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/offset_for_leader_epoch_request.h"
+#include "net/kafka/messages/offset_for_leader_epoch_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
+#include "storage/checkpoint.h"
+
+namespace brook::broker {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The client APIs and the versions served (clamped to the schemas').
+constexpr net::ApiSupport kBrokerApis[] = {
+    {net::ProduceRequest::kApiKey, 3, 11},
+    {net::FetchRequest::kApiKey, 4, 17},
+    {net::ListOffsetsRequest::kApiKey, 1, 8},
+    {net::MetadataRequest::kApiKey, 0, 12},
+    {net::OffsetForLeaderEpochRequest::kApiKey, 2, 4},
+    {net::ApiVersionsRequest::kApiKey, 0, 4},
+    {net::CreateTopicsRequest::kApiKey, 2, 7},
+    {net::DeleteTopicsRequest::kApiKey, 1, 6},
+    {net::DeleteRecordsRequest::kApiKey, 0, 2},
+    {net::InitProducerIdRequest::kApiKey, 0, 5},
+    {net::CreateAclsRequest::kApiKey, 1, 3},
+    {net::DeleteAclsRequest::kApiKey, 1, 3},
+    {net::DescribeConfigsRequest::kApiKey, 1, 4},
+    {net::AlterConfigsRequest::kApiKey, 0, 2},
+    {net::CreatePartitionsRequest::kApiKey, 0, 3},
+    {net::AlterClientQuotasRequest::kApiKey, 0, 1},
+    {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
+    {net::DescribeClusterRequest::kApiKey, 0, 1},
+};
+
+constexpr int64_t kListOffsetsLatest = -1;
+constexpr int64_t kListOffsetsEarliest = -2;
+constexpr int64_t kListOffsetsMaxTimestamp = -3;
+constexpr int64_t kListOffsetsEarliestLocal = -4;
+
+bool is_internal_topic(std::string_view name) {
+  return name == "__consumer_offsets" || name == "__transaction_state";
+}
+
+// Kafka's all-operations bit set for a topic / the cluster (authorization is
+// not enforced: every operation is allowed).
+constexpr int32_t kTopicOperationsAll = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) |
+                                        (1 << 8) | (1 << 10) | (1 << 11);
+constexpr int32_t kClusterOperationsAll =
+    (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+}  // namespace
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFrame frame) {
+  switch (frame.header.request_api_key) {
+    case net::ApiVersionsRequest::kApiKey:
+      co_return co_await on_api_versions(frame);
+    case net::MetadataRequest::kApiKey:
+      co_return co_await on_metadata(frame);
+    case net::ProduceRequest::kApiKey:
+      co_return co_await on_produce(frame);
+    case net::FetchRequest::kApiKey:
+      co_return co_await on_fetch(frame);
+    case net::ListOffsetsRequest::kApiKey:
+      co_return co_await on_list_offsets(frame);
+    case net::OffsetForLeaderEpochRequest::kApiKey:
+      co_return co_await on_offsets_for_leader_epoch(frame);
+    case net::InitProducerIdRequest::kApiKey:
+      co_return co_await on_init_producer_id(frame);
+    case net::DeleteRecordsRequest::kApiKey:
+      co_return co_await on_delete_records(frame);
+    case net::DescribeConfigsRequest::kApiKey:
+      co_return co_await on_describe_configs(frame);
+    case net::DescribeClusterRequest::kApiKey:
+      co_return co_await on_describe_cluster(frame);
+    case net::CreateTopicsRequest::kApiKey:
+      co_return co_await on_create_topics(frame);
+    case net::DeleteTopicsRequest::kApiKey:
+      co_return co_await forward<net::DeleteTopicsRequest, net::DeleteTopicsResponse>(frame);
+    case net::CreatePartitionsRequest::kApiKey:
+      co_return co_await forward<net::CreatePartitionsRequest, net::CreatePartitionsResponse>(frame);
+    case net::IncrementalAlterConfigsRequest::kApiKey:
+      co_return co_await forward<net::IncrementalAlterConfigsRequest, net::IncrementalAlterConfigsResponse>(frame);
+    case net::AlterConfigsRequest::kApiKey:
+      co_return co_await forward<net::AlterConfigsRequest, net::AlterConfigsResponse>(frame);
+    case net::CreateAclsRequest::kApiKey:
+      co_return co_await forward<net::CreateAclsRequest, net::CreateAclsResponse>(frame);
+    case net::DeleteAclsRequest::kApiKey:
+      co_return co_await forward<net::DeleteAclsRequest, net::DeleteAclsResponse>(frame);
+    case net::AlterClientQuotasRequest::kApiKey:
+      co_return co_await forward<net::AlterClientQuotasRequest, net::AlterClientQuotasResponse>(frame);
+    default:
+      // An API this listener does not serve: Kafka closes the connection.
+      co_return absl::UnimplementedError(
+          fmt::format("broker: API key {} is not served here", frame.header.request_api_key));
+  }
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::answer(net::RequestFrame frame) {
+  const int16_t key = frame.header.request_api_key;
+  const int16_t version = frame.header.request_api_version;
+  const int32_t correlation_id = frame.header.correlation_id;
+  absl::StatusOr<io::BufferChain> response = co_await handle_request(std::move(frame));
+  if (!response.ok()) {
+    ctx_->log().warn("broker: request key={} v{} correlation id {} not answered (closing the connection): {}", key,
+                     version, correlation_id, response.status().ToString());
+  }
+  co_return response;
+}
+
+// --- ApiVersions ----------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_api_versions(const net::RequestFrame& frame) {
+  net::ApiVersionsResponse response = net::make_api_versions_response(kBrokerApis, net::kListenerBroker);
+  if (frame.header.request_api_version > net::ApiVersionsRequest::kHighestVersion) {
+    co_return net::encode_api_versions_fallback(response, frame.header);
+  }
+  if (frame.header.request_api_version < 3) co_return net::encode_response(response, frame.header);
+  net::ApiVersionsResponse::SupportedFeatureKey mv;
+  mv.name = std::string(metadata::kMetadataVersionFeature);
+  mv.min_version = controller::kMetadataVersionMin;
+  mv.max_version = controller::kMetadataVersionLatest;
+  response.supported_features.push_back(mv);
+  if (image_.features().metadata_version != 0) {
+    net::ApiVersionsResponse::FinalizedFeatureKey f;
+    f.name = mv.name;
+    f.min_version_level = image_.features().metadata_version;
+    f.max_version_level = image_.features().metadata_version;
+    response.finalized_features.push_back(f);
+    response.finalized_features_epoch = image_.provenance().last_offset;
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- Metadata -------------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::MetadataRequest request, net::decode_body<net::MetadataRequest>(frame));
+  // Which topics: all (null; an empty list at v0), or the named ones.
+  const bool all = !request.topics.has_value() || (version == 0 && request.topics->empty());
+  std::vector<std::string> names;
+  std::vector<net::Uuid> unknown_ids;
+  if (!all) {
+    for (const auto& t : *request.topics) {
+      if (t.name.has_value()) {
+        names.push_back(*t.name);
+      } else if (const metadata::TopicImage* topic = image_.topics().topic(t.topic_id)) {
+        names.push_back(topic->name);
+      } else {
+        unknown_ids.push_back(t.topic_id);
+      }
+    }
+  }
+  // Auto-creation of unknown topics (auto.create.topics.enable).
+  const bool allow_create = config_.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+  std::vector<std::string> creating;
+  if (allow_create) {
+    net::CreateTopicsRequest create;
+    create.timeout_ms = 30000;
+    for (const std::string& name : names) {
+      if (image_.topics().topic(name) != nullptr || !storage::is_legal_topic_name(name) ||
+          is_internal_topic(name)) {
+        continue;
+      }
+      net::CreateTopicsRequest::CreatableTopic t;
+      t.name = name;
+      t.num_partitions = config_.num_partitions;
+      t.replication_factor = config_.default_replication_factor;
+      create.topics.push_back(std::move(t));
+      creating.push_back(name);
+    }
+    if (!create.topics.empty()) {
+      const io::Instant deadline = ctx_->clock().now() + 10s;
+      absl::StatusOr<net::CreateTopicsResponse> created =
+          co_await call_controller<net::CreateTopicsResponse>(create, 7, deadline);
+      if (created.ok()) {
+        for (const auto& r : created->topics) {
+          if (r.error_code == 0 || r.error_code == net::code(net::Error::kTopicAlreadyExists)) {
+            (void)co_await wait_for_topic(r.name, true, 2s);
+          }
+        }
+      }
+    }
+  }
+
+  net::MetadataResponse response;
+  response.cluster_id = config_.cluster_id;
+  for (const auto& [id, b] : image_.cluster().brokers) {
+    if (b.fenced) continue;
+    auto l = b.listeners.find(config_.listener_name);
+    if (l == b.listeners.end()) continue;
+    net::MetadataResponse::MetadataResponseBroker out;
+    out.node_id = id;
+    out.host = l->second.host;
+    out.port = l->second.port;
+    out.rack = b.rack;
+    response.brokers.push_back(std::move(out));
+  }
+  // Clients send controller requests to this id; brokers forward them.
+  response.controller_id = response.brokers.empty() ? -1 : response.brokers.front().node_id;
+  if (version >= 8 && version <= 10 && request.include_cluster_authorized_operations) {
+    response.cluster_authorized_operations = kClusterOperationsAll;
+  }
+  auto alive = [&](int32_t id) {
+    const metadata::BrokerRegistration* b = image_.cluster().broker(id);
+    return b != nullptr && !b->fenced;
+  };
+  auto describe_topic = [&](const metadata::TopicImage& topic) {
+    net::MetadataResponse::MetadataResponseTopic t;
+    t.name = topic.name;
+    t.topic_id = topic.id;
+    t.is_internal = is_internal_topic(topic.name);
+    if (request.include_topic_authorized_operations) t.topic_authorized_operations = kTopicOperationsAll;
+    for (const auto& [index, reg] : topic.partitions) {
+      net::MetadataResponse::MetadataResponsePartition p;
+      p.partition_index = index;
+      p.leader_id = reg.leader;
+      p.leader_epoch = reg.leader_epoch;
+      p.replica_nodes = reg.replicas;
+      p.isr_nodes = reg.isr;
+      for (int32_t r : reg.replicas) {
+        if (!alive(r)) p.offline_replicas.push_back(r);
+      }
+      if (reg.leader < 0 || !alive(reg.leader)) {
+        p.error_code = net::code(net::Error::kLeaderNotAvailable);
+        p.leader_id = -1;
+      }
+      t.partitions.push_back(std::move(p));
+    }
+    return t;
+  };
+  if (all) {
+    for (const auto& [name, id] : image_.topics().by_name) {
+      if (const metadata::TopicImage* topic = image_.topics().topic(id)) {
+        response.topics.push_back(describe_topic(*topic));
+      }
+    }
+  } else {
+    for (const std::string& name : names) {
+      if (const metadata::TopicImage* topic = image_.topics().topic(name)) {
+        response.topics.push_back(describe_topic(*topic));
+        continue;
+      }
+      net::MetadataResponse::MetadataResponseTopic t;
+      t.name = name;
+      if (!storage::is_legal_topic_name(name)) {
+        t.error_code = net::code(net::Error::kInvalidTopicException);
+      } else if (std::find(creating.begin(), creating.end(), name) != creating.end()) {
+        t.error_code = net::code(net::Error::kLeaderNotAvailable);
+      } else {
+        t.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+      }
+      response.topics.push_back(std::move(t));
+    }
+    for (const net::Uuid& id : unknown_ids) {
+      net::MetadataResponse::MetadataResponseTopic t;
+      t.name = std::nullopt;
+      t.topic_id = id;
+      t.error_code = net::code(net::Error::kUnknownTopicId);
+      response.topics.push_back(std::move(t));
+    }
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- Produce --------------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::ProduceRequest request, net::decode_body<net::ProduceRequest>(frame));
+  const int16_t acks = request.acks;
+  const io::Instant deadline = ctx_->clock().now() + std::chrono::milliseconds(std::max(0, request.timeout_ms));
+  net::ProduceResponse response;
+  // Offsets that must reach the high watermark before acks=all answers.
+  struct Pending {
+    net::ProduceResponse::PartitionProduceResponse* out;
+    Partition* partition;
+    int64_t end;
+    int32_t leader_epoch;
+  };
+  std::vector<Pending> pending;
+  response.responses.reserve(request.topic_data.size());
+  for (auto& topic : request.topic_data) {
+    auto& topic_out = response.responses.emplace_back();
+    topic_out.name = topic.name;
+    topic_out.partition_responses.reserve(topic.partition_data.size());
+    for (auto& data : topic.partition_data) {
+      auto& out = topic_out.partition_responses.emplace_back();
+      out.index = data.index;
+      out.base_offset = -1;
+      auto fail = [&](net::Error e) { out.error_code = net::code(e); };
+      if (acks != 0 && acks != 1 && acks != -1) {
+        fail(net::Error::kInvalidRequiredAcks);
+        continue;
+      }
+      Partition* p = find(topic.name, data.index);
+      const metadata::TopicImage* t = image_.topics().topic(topic.name);
+      if (t == nullptr || t->partition(data.index) == nullptr) {
+        fail(net::Error::kUnknownTopicOrPartition);
+        continue;
+      }
+      if (p == nullptr || p->leader != config_.node_id) {
+        fail(net::Error::kNotLeaderOrFollower);
+        if (version >= 10) {
+          const metadata::PartitionRegistration* reg = t->partition(data.index);
+          out.current_leader.leader_id = reg->leader;
+          out.current_leader.leader_epoch = reg->leader_epoch;
+        }
+        continue;
+      }
+      if (!data.records.has_value() || data.records->size() == 0) {
+        fail(net::Error::kCorruptMessage);
+        out.error_message = "no records";
+        continue;
+      }
+      if (acks == -1 && static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
+        fail(net::Error::kNotEnoughReplicas);
+        out.error_message = fmt::format("the ISR has {} replicas; min.insync.replicas is {}", p->isr.size(),
+                                        p->min_insync_replicas);
+        continue;
+      }
+      const int32_t leader_epoch = p->leader_epoch;
+      absl::StatusOr<storage::AppendResult> appended =
+          co_await p->log->append_as_leader(std::move(*data.records), leader_epoch);
+      // The partition may have gone while the append ran.
+      p = find(topic.name, data.index);
+      if (!appended.ok()) {
+        fail(net::Error::kKafkaStorageError);
+        out.error_message = std::string(appended.status().message());
+        continue;
+      }
+      const storage::AppendResult& r = *appended;
+      out.log_start_offset = r.log_start_offset;
+      if (!r.ok()) {
+        out.error_code = net::code(r.error);
+        if (!r.error_message.empty()) out.error_message = r.error_message;
+        for (const storage::RecordError& e : r.record_errors) {
+          if (version < 8) break;
+          net::ProduceResponse::BatchIndexAndErrorMessage m;
+          m.batch_index = e.record_index < 0 ? e.batch_index : e.record_index;
+          m.batch_index_error_message = e.message;
+          out.record_errors.push_back(std::move(m));
+        }
+        continue;
+      }
+      out.base_offset = r.first_offset;
+      out.log_append_time_ms = r.log_append_time_ms;
+      if (p != nullptr && p->isr.size() == 1 && p->isr[0] == config_.node_id) {
+        p->log->set_high_watermark(p->log->log_end_offset());
+      }
+      if (acks == -1 && p != nullptr) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
+    }
+  }
+  appended_.notify_all();
+  // acks=all: wait for the high watermark (only partitions replicated to
+  // other brokers can lag behind it).
+  for (const Pending& w : pending) {
+    while (true) {
+      Partition* p = find(w.partition->topic, w.partition->index);
+      if (p != w.partition || p->leader != config_.node_id || p->leader_epoch != w.leader_epoch) {
+        w.out->error_code = net::code(net::Error::kNotLeaderOrFollower);
+        break;
+      }
+      if (p->log->high_watermark() >= w.end) break;
+      if (ctx_->clock().now() >= deadline) {
+        w.out->error_code = net::code(net::Error::kRequestTimedOut);
+        break;
+      }
+      auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
+      (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+    }
+  }
+  if (acks == 0) co_return io::BufferChain();  // no response at all
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- Fetch ----------------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::FetchRequest request, net::decode_body<net::FetchRequest>(frame));
+  const bool by_id = version >= 13;
+  const storage::ReadBound bound =
+      request.isolation_level == 1 ? storage::ReadBound::kCommitted : storage::ReadBound::kHighWatermark;
+  const io::Instant deadline = ctx_->clock().now() + std::chrono::milliseconds(std::max(0, request.max_wait_ms));
+  const int64_t max_bytes = request.max_bytes <= 0 ? INT32_MAX : request.max_bytes;
+  net::FetchResponse response;
+  if (request.session_id != 0 && request.session_epoch > 0) {
+    // A session this broker never created (it creates none).
+    response.error_code = net::code(net::Error::kFetchSessionIdNotFound);
+    co_return net::encode_response(response, frame.header);
+  }
+  while (true) {
+    response.responses.clear();
+    int64_t bytes = 0;
+    bool errors = false;
+    for (const auto& topic : request.topics) {
+      auto& topic_out = response.responses.emplace_back();
+      std::string name = topic.topic;
+      if (by_id) {
+        topic_out.topic_id = topic.topic_id;
+        const metadata::TopicImage* t = image_.topics().topic(topic.topic_id);
+        name = t == nullptr ? std::string() : t->name;
+      } else {
+        topic_out.topic = topic.topic;
+      }
+      for (const auto& part : topic.partitions) {
+        auto& out = topic_out.partitions.emplace_back();
+        out.partition_index = part.partition;
+        out.high_watermark = -1;
+        out.last_stable_offset = -1;
+        out.log_start_offset = -1;
+        out.aborted_transactions = std::nullopt;
+        out.records = io::Buffer();
+        auto fail = [&](net::Error e) {
+          out.error_code = net::code(e);
+          errors = true;
+        };
+        const metadata::TopicImage* t = image_.topics().topic(name);
+        if (t == nullptr) {
+          fail(by_id ? net::Error::kUnknownTopicId : net::Error::kUnknownTopicOrPartition);
+          continue;
+        }
+        if (t->partition(part.partition) == nullptr) {
+          fail(net::Error::kUnknownTopicOrPartition);
+          continue;
+        }
+        Partition* p = find(name, part.partition);
+        if (p == nullptr || p->leader != config_.node_id) {
+          fail(net::Error::kNotLeaderOrFollower);
+          if (version >= 12) {
+            const metadata::PartitionRegistration* reg = t->partition(part.partition);
+            out.current_leader.leader_id = reg->leader;
+            out.current_leader.leader_epoch = reg->leader_epoch;
+          }
+          continue;
+        }
+        if (part.current_leader_epoch >= 0 && part.current_leader_epoch != p->leader_epoch) {
+          fail(part.current_leader_epoch < p->leader_epoch ? net::Error::kFencedLeaderEpoch
+                                                           : net::Error::kUnknownLeaderEpoch);
+          continue;
+        }
+        const int64_t room = std::max<int64_t>(0, max_bytes - bytes);
+        const size_t limit = static_cast<size_t>(std::min<int64_t>(room, std::max(0, part.partition_max_bytes)));
+        absl::StatusOr<storage::ReadResult> read =
+            co_await p->log->read(part.fetch_offset, limit, bound, bytes == 0);
+        p = find(name, part.partition);
+        if (!read.ok()) {
+          fail(net::Error::kKafkaStorageError);
+          continue;
+        }
+        out.high_watermark = read->high_watermark;
+        out.last_stable_offset = read->last_stable_offset;
+        out.log_start_offset = read->log_start_offset;
+        if (read->error != net::Error::kNone) {
+          fail(read->error);
+          continue;
+        }
+        if (bound == storage::ReadBound::kCommitted) {
+          std::vector<net::FetchResponse::AbortedTransaction> aborted;
+          for (const storage::AbortedTxn& a : read->aborted_transactions) {
+            net::FetchResponse::AbortedTransaction x;
+            x.producer_id = a.producer_id;
+            x.first_offset = a.first_offset;
+            aborted.push_back(x);
+          }
+          out.aborted_transactions = std::move(aborted);
+        }
+        bytes += static_cast<int64_t>(read->records.size());
+        out.records = std::move(read->records);
+      }
+    }
+    if (errors || bytes >= std::max(1, request.min_bytes) || ctx_->clock().now() >= deadline) break;
+    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- ListOffsets ----------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_list_offsets(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::ListOffsetsRequest request, net::decode_body<net::ListOffsetsRequest>(frame));
+  net::ListOffsetsResponse response;
+  for (const auto& topic : request.topics) {
+    auto& topic_out = response.topics.emplace_back();
+    topic_out.name = topic.name;
+    for (const auto& part : topic.partitions) {
+      auto& out = topic_out.partitions.emplace_back();
+      out.partition_index = part.partition_index;
+      auto fail = [&](net::Error e) { out.error_code = net::code(e); };
+      const metadata::TopicImage* t = image_.topics().topic(topic.name);
+      if (t == nullptr || t->partition(part.partition_index) == nullptr) {
+        fail(net::Error::kUnknownTopicOrPartition);
+        continue;
+      }
+      Partition* p = find(topic.name, part.partition_index);
+      if (p == nullptr || p->leader != config_.node_id) {
+        fail(net::Error::kNotLeaderOrFollower);
+        continue;
+      }
+      if (part.current_leader_epoch >= 0 && part.current_leader_epoch != p->leader_epoch) {
+        fail(part.current_leader_epoch < p->leader_epoch ? net::Error::kFencedLeaderEpoch
+                                                         : net::Error::kUnknownLeaderEpoch);
+        continue;
+      }
+      storage::Log& log = *p->log;
+      const int64_t fetchable = request.isolation_level == 1 ? log.last_stable_offset() : log.high_watermark();
+      int64_t offset = -1;
+      int64_t timestamp = -1;
+      if (part.timestamp == kListOffsetsLatest) {
+        offset = fetchable;
+      } else if (part.timestamp == kListOffsetsEarliest || part.timestamp == kListOffsetsEarliestLocal) {
+        offset = log.log_start_offset();
+      } else if (part.timestamp == kListOffsetsMaxTimestamp) {
+        for (const auto& [base, segment] : log.segments()) {
+          if (segment->max_timestamp_ms() >= timestamp && segment->offset_of_max_timestamp() >= 0 &&
+              segment->offset_of_max_timestamp() < fetchable) {
+            timestamp = segment->max_timestamp_ms();
+            offset = segment->offset_of_max_timestamp();
+          }
+        }
+      } else if (part.timestamp >= 0) {
+        absl::StatusOr<std::optional<storage::TimestampOffset>> found = co_await log.offset_for_timestamp(part.timestamp);
+        if (!found.ok()) {
+          fail(net::Error::kKafkaStorageError);
+          continue;
+        }
+        if (found->has_value() && (*found)->offset < fetchable) {
+          offset = (*found)->offset;
+          timestamp = (*found)->timestamp_ms;
+        }
+      } else {
+        fail(net::Error::kInvalidRequest);
+        continue;
+      }
+      out.offset = offset;
+      out.timestamp = timestamp;
+      if (version == 0) out.old_style_offsets.push_back(offset);
+      if (offset >= 0) {
+        // The epoch of the record before `offset` (of the one at it for a
+        // timestamp lookup).
+        const int64_t at = part.timestamp >= 0 || part.timestamp == kListOffsetsMaxTimestamp
+                               ? offset
+                               : std::max<int64_t>(0, offset - 1);
+        if (version >= 4) out.leader_epoch = log.leader_epochs().epoch_for_offset(at).value_or(-1);
+      }
+    }
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- OffsetsForLeaderEpoch ------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_offsets_for_leader_epoch(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::OffsetForLeaderEpochRequest request,
+                      net::decode_body<net::OffsetForLeaderEpochRequest>(frame));
+  net::OffsetForLeaderEpochResponse response;
+  for (const auto& topic : request.topics) {
+    auto& topic_out = response.topics.emplace_back();
+    topic_out.topic = topic.topic;
+    for (const auto& part : topic.partitions) {
+      auto& out = topic_out.partitions.emplace_back();
+      out.partition = part.partition;
+      const metadata::TopicImage* t = image_.topics().topic(topic.topic);
+      Partition* p = find(topic.topic, part.partition);
+      if (t == nullptr || t->partition(part.partition) == nullptr) {
+        out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+      } else if (p == nullptr || p->leader != config_.node_id) {
+        out.error_code = net::code(net::Error::kNotLeaderOrFollower);
+      } else if (part.current_leader_epoch >= 0 && part.current_leader_epoch != p->leader_epoch) {
+        out.error_code = net::code(part.current_leader_epoch < p->leader_epoch ? net::Error::kFencedLeaderEpoch
+                                                                               : net::Error::kUnknownLeaderEpoch);
+      } else {
+        const storage::EpochEndOffset e = p->log->end_offset_for_epoch(part.leader_epoch);
+        out.leader_epoch = e.epoch;
+        out.end_offset = e.end_offset;
+      }
+    }
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- InitProducerId -------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_init_producer_id(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::InitProducerIdRequest request, net::decode_body<net::InitProducerIdRequest>(frame));
+  net::InitProducerIdResponse response;
+  if (request.transactional_id.has_value()) {
+    // Transactions need the transaction coordinator, which this broker
+    // does not run yet.
+    response.error_code = net::code(net::Error::kCoordinatorNotAvailable);
+    co_return net::encode_response(response, frame.header);
+  }
+  absl::StatusOr<int64_t> id = co_await next_producer_id(ctx_->clock().now() + 10s);
+  if (!id.ok()) {
+    ctx_->log().warn("broker: InitProducerId: {}", id.status().ToString());
+    response.error_code = net::code(net::Error::kCoordinatorNotAvailable);
+  } else {
+    response.producer_id = *id;
+    response.producer_epoch = 0;
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- DeleteRecords --------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DeleteRecordsRequest request, net::decode_body<net::DeleteRecordsRequest>(frame));
+  net::DeleteRecordsResponse response;
+  for (const auto& topic : request.topics) {
+    auto& topic_out = response.topics.emplace_back();
+    topic_out.name = topic.name;
+    for (const auto& part : topic.partitions) {
+      auto& out = topic_out.partitions.emplace_back();
+      out.partition_index = part.partition_index;
+      out.low_watermark = -1;
+      const metadata::TopicImage* t = image_.topics().topic(topic.name);
+      Partition* p = find(topic.name, part.partition_index);
+      if (t == nullptr || t->partition(part.partition_index) == nullptr) {
+        out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+        continue;
+      }
+      if (p == nullptr || p->leader != config_.node_id) {
+        out.error_code = net::code(net::Error::kNotLeaderOrFollower);
+        continue;
+      }
+      const int64_t offset = part.offset == -1 ? p->log->high_watermark() : part.offset;
+      if (offset < 0) {
+        out.error_code = net::code(net::Error::kOffsetOutOfRange);
+        continue;
+      }
+      storage::Log* log = p->log.get();
+      absl::StatusOr<net::Error> deleted = co_await log->delete_records_before(offset);
+      if (!deleted.ok()) {
+        out.error_code = net::code(net::Error::kKafkaStorageError);
+        continue;
+      }
+      out.error_code = net::code(*deleted);
+      out.low_watermark = log->log_start_offset();
+    }
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- DescribeConfigs / DescribeCluster -----------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_configs(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::DescribeConfigsRequest request, net::decode_body<net::DescribeConfigsRequest>(frame));
+  net::DescribeConfigsResponse response;
+  configs::BrokerLayers layers;
+  layers.dynamic_default =
+      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
+  const std::string own = std::to_string(config_.node_id);
+  layers.dynamic_broker =
+      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, own});
+  for (const auto& resource : request.resources) {
+    auto& out = response.results.emplace_back();
+    out.resource_type = resource.resource_type;
+    out.resource_name = resource.resource_name;
+    out.error_message = std::nullopt;
+    const metadata::ConfigResource r{resource.resource_type, resource.resource_name};
+    if (r.type == metadata::kConfigResourceTopic && image_.topics().topic(r.name) == nullptr) {
+      out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+      out.error_message = fmt::format("Topic {} does not exist", r.name);
+      continue;
+    }
+    if (r.type == metadata::kConfigResourceBroker && !r.name.empty() && r.name != own) {
+      out.error_code = net::code(net::Error::kInvalidRequest);
+      out.error_message = fmt::format("Unexpected broker id, expected {} but received {}", own, r.name);
+      continue;
+    }
+    configs::DescribeOptions options;
+    if (resource.configuration_keys.has_value() && !resource.configuration_keys->empty()) {
+      options.names = *resource.configuration_keys;
+    }
+    options.include_synonyms = version >= 1 && request.include_synonyms;
+    options.include_documentation = version >= 3 && request.include_documentation;
+    absl::StatusOr<std::vector<configs::DescribedConfig>> described =
+        configs::describe(r, image_.configs().find(r), layers, options);
+    if (!described.ok()) {
+      out.error_code = net::code(configs::error_code(r.type, described.status()));
+      out.error_message = std::string(described.status().message());
+      continue;
+    }
+    for (const configs::DescribedConfig& c : *described) {
+      auto& entry = out.configs.emplace_back();
+      entry.name = c.name;
+      entry.value = c.value;
+      entry.read_only = c.read_only;
+      if (version == 0) entry.is_default = c.is_default();
+      entry.config_source = static_cast<int8_t>(c.source);
+      entry.is_sensitive = c.is_sensitive;
+      entry.config_type = static_cast<int8_t>(c.type);
+      entry.documentation = c.documentation;
+      for (const configs::DescribedSynonym& s : c.synonyms) {
+        auto& syn = entry.synonyms.emplace_back();
+        syn.name = s.name;
+        syn.value = s.value;
+        syn.source = static_cast<int8_t>(s.source);
+      }
+    }
+  }
+  co_return net::encode_response(response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeClusterRequest request, net::decode_body<net::DescribeClusterRequest>(frame));
+  net::DescribeClusterResponse response;
+  response.cluster_id = config_.cluster_id;
+  if (request.endpoint_type != 1) {
+    response.error_code = net::code(net::Error::kUnsupportedEndpointType);
+    response.error_message = "only broker endpoints are described here";
+    co_return net::encode_response(response, frame.header);
+  }
+  for (const auto& [id, b] : image_.cluster().brokers) {
+    if (b.fenced) continue;
+    auto l = b.listeners.find(config_.listener_name);
+    if (l == b.listeners.end()) continue;
+    auto& out = response.brokers.emplace_back();
+    out.broker_id = id;
+    out.host = l->second.host;
+    out.port = l->second.port;
+    out.rack = b.rack;
+  }
+  response.controller_id = response.brokers.empty() ? -1 : response.brokers.front().broker_id;
+  if (request.include_cluster_authorized_operations) response.cluster_authorized_operations = kClusterOperationsAll;
+  co_return net::encode_response(response, frame.header);
+}
+
+// --- forwarded to the controller -------------------------------------------------
+
+template <typename Req, typename Resp>
+io::Task<absl::StatusOr<io::BufferChain>> Broker::forward(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(Req request, net::decode_body<Req>(frame));
+  const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
+  absl::StatusOr<Resp> response = co_await call_controller<Resp>(request, version, deadline);
+  if (!response.ok()) {
+    ctx_->log().warn("broker: forwarding {}: {}", Req::kName, response.status().ToString());
+    co_return absl::UnavailableError(fmt::format("{}: {}", Req::kName, response.status().ToString()));
+  }
+  co_return net::encode_response(*response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_create_topics(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  CO_ASSIGN_OR_RETURN(net::CreateTopicsRequest request, net::decode_body<net::CreateTopicsRequest>(frame));
+  const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
+  absl::StatusOr<net::CreateTopicsResponse> response =
+      co_await call_controller<net::CreateTopicsResponse>(request, version, deadline);
+  if (!response.ok()) {
+    net::CreateTopicsResponse timed_out;
+    for (const auto& t : request.topics) {
+      auto& out = timed_out.topics.emplace_back();
+      out.name = t.name;
+      out.error_code = net::code(net::Error::kRequestTimedOut);
+      out.error_message = std::string(response.status().message());
+    }
+    co_return net::encode_response(timed_out, frame.header);
+  }
+  if (!request.validate_only) {
+    // Answer once this broker serves the new topics, so that a client's
+    // next request finds them.
+    for (const auto& t : response->topics) {
+      if (t.error_code == 0) (void)co_await wait_for_topic(t.name, true, 2s);
+    }
+  }
+  co_return net::encode_response(*response, frame.header);
+}
+
+}  // namespace brook::broker

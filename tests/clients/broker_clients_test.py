@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""Real Kafka clients against a real `brook server` (single node, broker and
+controller in one process) on loopback ports.
+
+Usage: broker_clients_test.py PATH_TO_BROOK
+
+Each check prints "ok <name>" or raises; the script exits non-zero on the
+first failure, after printing the server's log tail. Clients: kcat
+(librdkafka), confluent-kafka (librdkafka) and kafka-python.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+BROOK = sys.argv[1]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, data_dir):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.proc = None
+        self.log = os.path.join(os.path.dirname(data_dir), "server.log")
+
+    def start(self):
+        logf = open(self.log, "ab")
+        self.proc = subprocess.Popen(
+            [BROOK, "server", "--data-dir", self.data_dir,
+             "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+             "--override", "broker.heartbeat.interval.ms=200"],
+            stdout=logf, stderr=logf)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("brook server did not listen")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc is None:
+            return
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise RuntimeError("brook server did not stop on SIGTERM")
+        self.proc = None
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+
+def run(cmd, input=None, timeout=60):
+    r = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{cmd} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
+    return r.stdout
+
+
+def check(name, cond, detail=""):
+    if not cond:
+        raise AssertionError(f"{name}: {detail}")
+    print(f"ok {name}", flush=True)
+
+
+def kcat_checks(server):
+    b = server.bootstrap
+    meta = run(["kcat", "-b", b, "-L"]).decode()
+    check("kcat metadata lists the broker", f"broker 1 at 127.0.0.1:{server.port}" in meta, meta)
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
+        topic = f"kcat-{codec}"
+        lines = "".join(f"k{i}:v{i}\n" for i in range(500)).encode()
+        run(["kcat", "-b", b, "-P", "-t", topic, "-K:", "-z", codec, "-X", "enable.idempotence=true"], input=lines)
+        out = run(["kcat", "-b", b, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k=%s %o\n"]).decode()
+        got = out.splitlines()
+        want = [f"k{i}=v{i} {i}" for i in range(500)]
+        check(f"kcat produce/consume {codec}", got == want, f"{got[:3]}... ({len(got)} lines)")
+    run(["kcat", "-b", b, "-P", "-t", "kcat-headers", "-H", "h1=x", "-H", "h2=y"], input=b"payload\n")
+    out = run(["kcat", "-b", b, "-C", "-t", "kcat-headers", "-e", "-q", "-f", "%s|%h\n"]).decode()
+    check("kcat headers", out.strip() == "payload|h1=x,h2=y", out)
+    out = run(["kcat", "-b", b, "-Q", "-t", "kcat-none:0:-1"]).decode()
+    check("kcat offset query (latest)", "offset 500" in out, out)
+
+
+def confluent_checks(server):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic, ConfigResource
+
+    b = server.bootstrap
+    admin = AdminClient({"bootstrap.servers": b})
+    fs = admin.create_topics([NewTopic("cf-topic", num_partitions=3, replication_factor=1)])
+    for f in fs.values():
+        f.result(20)
+    md = admin.list_topics(timeout=10)
+    check("confluent create_topics", "cf-topic" in md.topics and len(md.topics["cf-topic"].partitions) == 3)
+    fs = admin.create_topics([NewTopic("cf-topic", num_partitions=3, replication_factor=1)])
+    try:
+        for f in fs.values():
+            f.result(20)
+        check("confluent duplicate topic refused", False, "no error")
+    except Exception as e:  # KafkaException(TOPIC_ALREADY_EXISTS)
+        check("confluent duplicate topic refused", "TOPIC_ALREADY_EXISTS" in str(e), str(e))
+
+    for acks in ["0", "1", "all"]:
+        p = Producer({"bootstrap.servers": b, "acks": acks, "linger.ms": 5,
+                      "enable.idempotence": acks == "all", "compression.type": "lz4"})
+        delivered = []
+        errors = []
+
+        def cb(err, msg):
+            (errors if err else delivered).append(err or msg)
+        for i in range(300):
+            p.produce("cf-topic", key=f"key-{i}".encode(), value=f"{acks}-{i}".encode(),
+                      headers=[("n", str(i).encode())], timestamp=1_600_000_000_000 + i, on_delivery=cb)
+        p.flush(30)
+        check(f"confluent produce acks={acks}", len(delivered) == 300 and not errors, f"{len(delivered)} {errors[:2]}")
+
+    c = Consumer({"bootstrap.servers": b, "group.id": "unused", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest"})
+    parts = [TopicPartition("cf-topic", i, 0) for i in range(3)]
+    c.assign(parts)
+    seen = []
+    deadline = time.time() + 30
+    while len(seen) < 900 and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is None or m.error():
+            continue
+        seen.append((m.key(), m.value(), m.headers(), m.timestamp()))
+    check("confluent consume all", len(seen) == 900, f"{len(seen)}")
+    values = sorted(v.decode() for _, v, _, _ in seen)
+    want = sorted(f"{a}-{i}" for a in ["0", "1", "all"] for i in range(300))
+    check("confluent values intact", values == want)
+    check("confluent timestamps kept", all(ts[1] >= 1_600_000_000_000 for _, _, _, ts in seen))
+    # Offsets by time: the first record at or after a timestamp.
+    offs = c.offsets_for_times([TopicPartition("cf-topic", i, 1_600_000_000_000) for i in range(3)], 10)
+    check("confluent offsets_for_times", all(o.offset == 0 for o in offs), str(offs))
+    offs = c.offsets_for_times([TopicPartition("cf-topic", i, 1_700_000_000_000) for i in range(3)], 10)
+    check("confluent offsets_for_times past the end", all(o.offset == -1 for o in offs), str(offs))
+    lo, hi = c.get_watermark_offsets(TopicPartition("cf-topic", 0), 10)
+    check("confluent watermarks", lo == 0 and hi > 0, f"{lo} {hi}")
+    c.close()
+
+    fs = admin.create_partitions([NewPartitions("cf-topic", 5)])
+    for f in fs.values():
+        f.result(20)
+    time.sleep(0.5)
+    md = admin.list_topics(timeout=10)
+    check("confluent create_partitions", len(md.topics["cf-topic"].partitions) == 5)
+
+    res = ConfigResource(ConfigResource.Type.TOPIC, "cf-topic", set_config={"retention.ms": "3600000"})
+    for f in admin.alter_configs([res]).values():
+        f.result(20)
+    time.sleep(0.3)
+    for f in admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, "cf-topic")]).values():
+        configs = f.result(20)
+        check("confluent alter/describe configs", configs["retention.ms"].value == "3600000",
+              str(configs.get("retention.ms")))
+
+    # A large message (about 900 KB) under the default max.message.bytes.
+    big = os.urandom(900_000)
+    p = Producer({"bootstrap.servers": b, "message.max.bytes": 2_000_000})
+    p.produce("cf-big", value=big)
+    check("confluent large message produced", p.flush(30) == 0)
+    c = Consumer({"bootstrap.servers": b, "group.id": "unused", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition("cf-big", 0, 0)])
+    got = None
+    deadline = time.time() + 20
+    while got is None and time.time() < deadline:
+        m = c.poll(1.0)
+        if m is not None and not m.error():
+            got = m.value()
+    c.close()
+    check("confluent large message consumed", got == big)
+
+    for f in admin.delete_topics(["cf-big"]).values():
+        f.result(20)
+    deadline = time.time() + 10
+    while "cf-big" in admin.list_topics(timeout=10).topics and time.time() < deadline:
+        time.sleep(0.2)
+    check("confluent delete_topics", "cf-big" not in admin.list_topics(timeout=10).topics)
+
+
+def kafka_python_checks(server):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    b = server.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=b)
+    admin.create_topics([NewTopic("kp-topic", num_partitions=2, replication_factor=1)])
+    check("kafka-python create_topics", "kp-topic" in admin.list_topics())
+    p = KafkaProducer(bootstrap_servers=b, acks="all", compression_type="gzip")
+    futures = [p.send("kp-topic", key=str(i).encode(), value=f"kp-{i}".encode()) for i in range(200)]
+    p.flush()
+    metas = [f.get(timeout=10) for f in futures]
+    check("kafka-python produce", len(metas) == 200 and all(m.offset >= 0 for m in metas))
+    c = KafkaConsumer(bootstrap_servers=b, auto_offset_reset="earliest", enable_auto_commit=False,
+                      consumer_timeout_ms=5000)
+    c.assign([TopicPartition("kp-topic", 0), TopicPartition("kp-topic", 1)])
+    c.seek_to_beginning()
+    got = sorted(m.value.decode() for m in c)
+    check("kafka-python consume", got == sorted(f"kp-{i}" for i in range(200)), f"{len(got)}")
+    ends = c.end_offsets([TopicPartition("kp-topic", 0), TopicPartition("kp-topic", 1)])
+    check("kafka-python end_offsets", sum(ends.values()) == 200, str(ends))
+    c.close()
+    p.close()
+    admin.close()
+
+
+def restart_checks(server):
+    """Acknowledged data survives a graceful restart and a SIGKILL."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    for how in [signal.SIGTERM, signal.SIGKILL]:
+        topic = f"restart-{how.name}"
+        p = Producer({"bootstrap.servers": server.bootstrap, "acks": "all", "enable.idempotence": True})
+        acked = []
+        for i in range(1000):
+            p.produce(topic, value=f"r-{i}".encode(),
+                      on_delivery=lambda err, msg: acked.append(msg.offset()) if err is None else None)
+        p.flush(30)
+        check(f"acked before {how.name}", len(acked) == 1000, f"{len(acked)}")
+        server.stop(how)
+        server.start()
+        c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "unused",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.assign([TopicPartition(topic, 0, 0)])
+        seen = []
+        deadline = time.time() + 40
+        while len(seen) < 1000 and time.time() < deadline:
+            m = c.poll(1.0)
+            if m is not None and not m.error():
+                seen.append(m.value().decode())
+        c.close()
+        check(f"no acknowledged record lost across {how.name}", seen == [f"r-{i}" for i in range(1000)],
+              f"{len(seen)} records")
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="brook-clients-")
+    server = Server(os.path.join(work, "data"))
+    ok = False
+    try:
+        server.start()
+        kcat_checks(server)
+        confluent_checks(server)
+        kafka_python_checks(server)
+        restart_checks(server)
+        ok = True
+    finally:
+        try:
+            server.stop()
+        except Exception as e:  # the failure that matters is reported below
+            print(f"stopping: {e}")
+        if not ok:
+            with open(server.log, "rb") as f:
+                tail = f.read()[-6000:].decode(errors="replace")
+            print("--- server log tail ---\n" + tail)
+        shutil.rmtree(work, ignore_errors=True)
+    print("all client checks passed")
+
+
+if __name__ == "__main__":
+    main()

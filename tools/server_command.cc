@@ -1,0 +1,515 @@
+// tools/server_command.cc
+//
+// `brook server`: a Kafka node configured with Kafka's property names.
+//
+//   brook server [--config server.properties] [--override key=value ...]
+//                [--data-dir DIR] [--cluster-id ID] [--backend auto|uring|epoll]
+//                [--log-level info|debug]
+//
+// With no arguments it is a single-node cluster: broker and controller in
+// one process (process.roles=broker,controller), node id 1, clients on
+// localhost:9092 (PLAINTEXT), the controller quorum of this node alone on
+// localhost:9093 (CONTROLLER), data in ./data, formatted on first start
+// with a new cluster id.
+//
+// Properties read (the rest are ignored, as unknown properties are by
+// Kafka's tools with a warning):
+//   process.roles                broker,controller | controller
+//   node.id
+//   listeners                    NAME://host:port,...   (PLAINTEXT and CONTROLLER)
+//   advertised.listeners         NAME://host:port,...
+//   controller.listener.names    the controller's listener name (first one)
+//   controller.quorum.voters     id@host:port,...  (default: this node alone)
+//   log.dirs / log.dir           the data directory (one)
+//   num.partitions, default.replication.factor, auto.create.topics.enable,
+//   min.insync.replicas, broker.rack, broker.heartbeat.interval.ms,
+//   broker.session.timeout.ms, delete.topic.enable,
+//   unclean.leader.election.enable, log.segment.bytes,
+//   log.retention.ms / .minutes / .hours, log.retention.bytes,
+//   message.max.bytes, log.flush.interval.messages, log.flush.interval.ms
+//
+// SIGTERM or SIGINT: the broker asks the controller for a controlled
+// shutdown (leadership moves away), the logs are closed, the controller
+// resigns, and the process exits 0.
+//
+// Tools are not logic code: signals and files read directly are fine here.
+#include <signal.h>
+
+#include <charconv>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/broker/broker.h"
+#include "core/controller/quorum_controller.h"
+#include "core/meta_properties.h"
+#include "io/real/real_node.h"
+#include "io/scope.h"
+#include "io/status.h"
+#include "raft/raft_node.h"
+#include "tools/commands.h"
+
+namespace brook::tools {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+using Properties = std::map<std::string, std::string>;
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: brook server [--config FILE] [--override KEY=VALUE ...] [--data-dir DIR]\n"
+               "                    [--cluster-id ID] [--backend auto|uring|epoll] [--log-level info|debug]\n");
+}
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// Java properties, the simple form: key=value (or key: value) lines, '#'
+// and '!' comments.
+absl::Status read_properties(const std::string& path, Properties* out) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == '!') continue;
+    const size_t eq = t.find_first_of("=:");
+    if (eq == std::string::npos) {
+      (*out)[t] = "";
+      continue;
+    }
+    (*out)[trim(std::string_view(t).substr(0, eq))] = trim(std::string_view(t).substr(eq + 1));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<int64_t> to_int(const std::string& text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// "NAME://host:port,..." -> name -> address. An empty host means all
+// interfaces; it is advertised as localhost.
+absl::StatusOr<std::map<std::string, io::Address>> parse_listeners(const std::string& text) {
+  std::map<std::string, io::Address> out;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string entry = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (entry.empty()) continue;
+    const size_t sep = entry.find("://");
+    if (sep == std::string::npos) return absl::InvalidArgumentError(fmt::format("bad listener '{}'", entry));
+    std::string hostport = entry.substr(sep + 3);
+    if (!hostport.empty() && hostport[0] == ':') hostport = "0.0.0.0" + hostport;
+    absl::StatusOr<io::Address> a = io::Address::parse(hostport);
+    if (!a.ok()) return absl::InvalidArgumentError(fmt::format("bad listener '{}': {}", entry, a.status().ToString()));
+    out.emplace(entry.substr(0, sep), *a);
+  }
+  return out;
+}
+
+struct ServerArgs {
+  Properties props;
+  std::string data_dir;
+  std::string cluster_id;
+  io::real::BackendKind backend = io::real::BackendKind::kAuto;
+  bool debug = false;
+};
+
+struct ServerConfig {
+  bool broker = true;
+  bool controller = true;
+  int32_t node_id = 1;
+  std::string data_dir = "data";
+  std::string controller_listener = "CONTROLLER";
+  io::Address controller_listen{"localhost", 9093};
+  io::Address controller_advertised{"localhost", 9093};
+  std::string broker_listener = "PLAINTEXT";
+  io::Address broker_listen{"localhost", 9092};
+  io::Address broker_advertised{"localhost", 9092};
+  std::map<int32_t, io::Address> voters;
+  broker::BrokerConfig broker_config;
+  controller::ControllerConfig controller_config;
+};
+
+absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
+  const Properties& p = args.props;
+  ServerConfig c;
+  auto get = [&](const std::string& key) -> std::optional<std::string> {
+    auto it = p.find(key);
+    if (it == p.end()) return std::nullopt;
+    return it->second;
+  };
+  auto get_int = [&](const std::string& key) -> absl::StatusOr<std::optional<int64_t>> {
+    std::optional<std::string> v = get(key);
+    if (!v.has_value()) return std::optional<int64_t>();
+    std::optional<int64_t> n = to_int(*v);
+    if (!n.has_value()) return absl::InvalidArgumentError(fmt::format("{}={} is not a number", key, *v));
+    return n;
+  };
+  auto get_bool = [&](const std::string& key, bool fallback) -> absl::StatusOr<bool> {
+    std::optional<std::string> v = get(key);
+    if (!v.has_value()) return fallback;
+    if (*v == "true") return true;
+    if (*v == "false") return false;
+    return absl::InvalidArgumentError(fmt::format("{}={} is not true or false", key, *v));
+  };
+  if (std::optional<std::string> roles = get("process.roles")) {
+    const std::string r = *roles;
+    c.broker = r.find("broker") != std::string::npos;
+    c.controller = r.find("controller") != std::string::npos;
+    if (!c.controller) {
+      return absl::UnimplementedError(
+          "process.roles=broker (a broker without a controller in the process) is not supported yet; use "
+          "broker,controller or controller");
+    }
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> node_id, get_int("node.id"));
+  if (node_id.has_value()) {
+    if (*node_id < 0 || *node_id > INT32_MAX) return absl::InvalidArgumentError("node.id out of range");
+    c.node_id = static_cast<int32_t>(*node_id);
+  }
+  if (std::optional<std::string> names = get("controller.listener.names")) {
+    c.controller_listener = trim(std::string_view(*names).substr(0, names->find(',')));
+  }
+  std::map<std::string, io::Address> listeners;
+  if (std::optional<std::string> l = get("listeners")) {
+    ASSIGN_OR_RETURN(listeners, parse_listeners(*l));
+  } else {
+    listeners.emplace("PLAINTEXT", io::Address("localhost", 9092));
+    listeners.emplace(c.controller_listener, io::Address("localhost", 9093));
+  }
+  std::map<std::string, io::Address> advertised = listeners;
+  if (std::optional<std::string> a = get("advertised.listeners")) {
+    absl::StatusOr<std::map<std::string, io::Address>> given = parse_listeners(*a);
+    if (!given.ok()) return given.status();
+    for (auto& [name, address] : *given) advertised[name] = address;
+  }
+  for (auto& [name, address] : advertised) {
+    if (address.host == "0.0.0.0" || address.host.empty()) address.host = "localhost";
+  }
+  auto controller_it = listeners.find(c.controller_listener);
+  if (controller_it == listeners.end()) {
+    return absl::InvalidArgumentError(
+        fmt::format("listeners has no {} listener (controller.listener.names)", c.controller_listener));
+  }
+  c.controller_listen = controller_it->second;
+  c.controller_advertised = advertised.at(c.controller_listener);
+  if (c.broker) {
+    bool found = false;
+    for (const auto& [name, address] : listeners) {
+      if (name == c.controller_listener) continue;
+      c.broker_listener = name;
+      c.broker_listen = address;
+      c.broker_advertised = advertised.at(name);
+      found = true;
+      break;
+    }
+    if (!found) return absl::InvalidArgumentError("listeners has no broker listener (e.g. PLAINTEXT://:9092)");
+  }
+  if (std::optional<std::string> v = get("controller.quorum.voters")) {
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string entry = trim(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      const size_t at = entry.find('@');
+      std::optional<int64_t> id = at == std::string::npos ? std::nullopt : to_int(entry.substr(0, at));
+      absl::StatusOr<io::Address> address =
+          at == std::string::npos ? absl::InvalidArgumentError("no @") : io::Address::parse(entry.substr(at + 1));
+      if (!id.has_value() || !address.ok()) {
+        return absl::InvalidArgumentError(fmt::format("bad controller.quorum.voters entry '{}'", entry));
+      }
+      c.voters[static_cast<int32_t>(*id)] = *address;
+    }
+    if (!c.voters.contains(c.node_id)) {
+      return absl::InvalidArgumentError("controller.quorum.voters must name this node (node.id)");
+    }
+  } else {
+    c.voters[c.node_id] = c.controller_advertised;
+  }
+  if (std::optional<std::string> dirs = get("log.dirs")) {
+    c.data_dir = trim(std::string_view(*dirs).substr(0, dirs->find(',')));
+  } else if (std::optional<std::string> dir = get("log.dir")) {
+    c.data_dir = *dir;
+  }
+  if (!args.data_dir.empty()) c.data_dir = args.data_dir;
+
+  broker::BrokerConfig& b = c.broker_config;
+  b.node_id = c.node_id;
+  b.listener_name = c.broker_listener;
+  b.advertised = c.broker_advertised;
+  b.rack = get("broker.rack");
+  controller::ControllerConfig& k = c.controller_config;
+  k.node_id = c.node_id;
+  ASSIGN_OR_RETURN(std::optional<int64_t> partitions, get_int("num.partitions"));
+  if (partitions) {
+    if (*partitions < 1 || *partitions > INT32_MAX) return absl::InvalidArgumentError("num.partitions must be >= 1");
+    b.num_partitions = k.num_partitions = static_cast<int32_t>(*partitions);
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> rf, get_int("default.replication.factor"));
+  if (rf) {
+    if (*rf < 1 || *rf > INT16_MAX) return absl::InvalidArgumentError("default.replication.factor must be >= 1");
+    b.default_replication_factor = k.default_replication_factor = static_cast<int16_t>(*rf);
+  }
+  ASSIGN_OR_RETURN(b.auto_create_topics, get_bool("auto.create.topics.enable", true));
+  ASSIGN_OR_RETURN(k.delete_topic_enable, get_bool("delete.topic.enable", true));
+  ASSIGN_OR_RETURN(k.unclean_leader_election, get_bool("unclean.leader.election.enable", false));
+  ASSIGN_OR_RETURN(std::optional<int64_t> isr, get_int("min.insync.replicas"));
+  if (isr) b.min_insync_replicas = static_cast<int32_t>(std::max<int64_t>(1, *isr));
+  ASSIGN_OR_RETURN(std::optional<int64_t> heartbeat, get_int("broker.heartbeat.interval.ms"));
+  if (heartbeat) b.heartbeat_interval = std::chrono::milliseconds(std::max<int64_t>(10, *heartbeat));
+  ASSIGN_OR_RETURN(std::optional<int64_t> session, get_int("broker.session.timeout.ms"));
+  if (session) k.broker_session_timeout = std::chrono::milliseconds(std::max<int64_t>(100, *session));
+  storage::LogConfig& log = b.log_defaults;
+  ASSIGN_OR_RETURN(std::optional<int64_t> segment, get_int("log.segment.bytes"));
+  if (segment && *segment > 0) log.segment_bytes = static_cast<uint64_t>(*segment);
+  ASSIGN_OR_RETURN(std::optional<int64_t> hours, get_int("log.retention.hours"));
+  ASSIGN_OR_RETURN(std::optional<int64_t> minutes, get_int("log.retention.minutes"));
+  ASSIGN_OR_RETURN(std::optional<int64_t> ms, get_int("log.retention.ms"));
+  if (ms) {
+    log.retention_ms = *ms;
+  } else if (minutes) {
+    log.retention_ms = *minutes * 60'000;
+  } else if (hours) {
+    log.retention_ms = *hours * 3'600'000;
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> retention_bytes, get_int("log.retention.bytes"));
+  if (retention_bytes) log.retention_bytes = *retention_bytes;
+  ASSIGN_OR_RETURN(std::optional<int64_t> max_message, get_int("message.max.bytes"));
+  if (max_message && *max_message > 0) log.max_message_bytes = static_cast<size_t>(*max_message);
+  ASSIGN_OR_RETURN(std::optional<int64_t> flush_messages, get_int("log.flush.interval.messages"));
+  if (flush_messages && *flush_messages > 0) log.flush_messages = *flush_messages;
+  ASSIGN_OR_RETURN(std::optional<int64_t> flush_ms, get_int("log.flush.interval.ms"));
+  if (flush_ms && *flush_ms >= 0) log.flush_ms = *flush_ms;
+  return c;
+}
+
+std::optional<ServerArgs> parse(Args args) {
+  ServerArgs out;
+  std::vector<std::pair<std::string, std::string>> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (i + 1 >= args.size()) return std::nullopt;
+    const std::string value(args[++i]);
+    if (arg == "--config") {
+      absl::Status s = read_properties(value, &out.props);
+      if (!s.ok()) {
+        std::fprintf(stderr, "brook server: %s\n", std::string(s.message()).c_str());
+        return std::nullopt;
+      }
+    } else if (arg == "--override") {
+      const size_t eq = value.find('=');
+      if (eq == std::string::npos) return std::nullopt;
+      overrides.emplace_back(trim(value.substr(0, eq)), trim(value.substr(eq + 1)));
+    } else if (arg == "--data-dir") {
+      out.data_dir = value;
+    } else if (arg == "--cluster-id") {
+      out.cluster_id = value;
+    } else if (arg == "--backend") {
+      auto b = io::real::parse_backend_kind(value);
+      if (!b.ok()) return std::nullopt;
+      out.backend = *b;
+    } else if (arg == "--log-level") {
+      if (value != "debug" && value != "info") return std::nullopt;
+      out.debug = value == "debug";
+    } else {
+      return std::nullopt;
+    }
+  }
+  for (auto& [k, v] : overrides) out.props[k] = v;
+  return out;
+}
+
+struct Run {
+  const ServerArgs* args;
+  const ServerConfig* config;
+  bool done = false;
+  int exit_code = 0;
+};
+
+void fail(Run* run, const std::string& message) {
+  std::fprintf(stderr, "brook server: %s\n", message.c_str());
+  run->exit_code = 1;
+  run->done = true;
+}
+
+io::Task<void> server_main(io::Context* ctx, Run* run) {
+  const ServerConfig& c = *run->config;
+  // Format on first start (a quorum of more than this node needs one
+  // cluster id everywhere: `brook format`, or --cluster-id).
+  std::string cluster_id = run->args->cluster_id;
+  if (cluster_id.empty() && !(c.voters.size() == 1)) {
+    absl::StatusOr<std::optional<core::MetaProperties>> stored = co_await core::read_meta_properties(ctx->disk(), "");
+    if (!stored.ok() || !stored->has_value()) {
+      fail(run, fmt::format("{}: no meta.properties and no --cluster-id: the {} voters must share a cluster id "
+                            "(`brook format --cluster-id ID ...` on each node)",
+                            c.data_dir, c.voters.size()));
+      co_return;
+    }
+  }
+  std::vector<std::string> dirs(1);
+  absl::StatusOr<core::MetaProperties> meta =
+      co_await core::ensure_formatted(ctx->disk(), std::move(dirs), cluster_id, c.node_id, true, ctx->random());
+  if (!meta.ok()) {
+    fail(run, fmt::format("{}: {}", c.data_dir, std::string(meta.status().message())));
+    co_return;
+  }
+  absl::StatusOr<std::optional<core::MetaProperties>> stored = co_await core::read_meta_properties(ctx->disk(), "");
+  net::Uuid directory_id;
+  if (stored.ok() && stored->has_value() && (*stored)->directory_id.has_value()) {
+    directory_id = *(*stored)->directory_id;
+  }
+
+  raft::RaftConfig raft_config;
+  raft_config.node_id = c.node_id;
+  raft_config.voters = c.voters;
+  raft_config.directory_id = directory_id;
+  raft_config.listener_name = c.controller_listener;
+  raft_config.advertised = c.controller_advertised;
+  raft_config.cluster_id = meta->cluster_id;
+  if (c.voters.size() == 1) {
+    // A quorum of one: nobody to wait for.
+    raft_config.election_timeout = 200ms;
+    raft_config.election_backoff_max = 200ms;
+  }
+  absl::StatusOr<std::unique_ptr<raft::RaftNode>> node = co_await raft::RaftNode::open(*ctx, raft_config);
+  if (!node.ok()) {
+    fail(run, node.status().ToString());
+    co_return;
+  }
+  absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener =
+      co_await ctx->network().listen(c.controller_listen);
+  if (!controller_listener.ok()) {
+    fail(run, fmt::format("listen on {}: {}", c.controller_listen.to_string(),
+                          controller_listener.status().ToString()));
+    co_return;
+  }
+  std::unique_ptr<io::Listener> broker_listener;
+  if (c.broker) {
+    absl::StatusOr<std::unique_ptr<io::Listener>> l = co_await ctx->network().listen(c.broker_listen);
+    if (!l.ok()) {
+      fail(run, fmt::format("listen on {}: {}", c.broker_listen.to_string(), l.status().ToString()));
+      co_return;
+    }
+    broker_listener = std::move(*l);
+  }
+  controller::ControllerConfig controller_config = c.controller_config;
+  controller_config.cluster_id = meta->cluster_id;
+  controller::QuorumController controller(*ctx, **node, controller_config);
+  (*node)->set_listener(&controller);
+  std::unique_ptr<broker::Broker> broker;
+  if (c.broker) {
+    broker::BrokerConfig broker_config = c.broker_config;
+    broker_config.cluster_id = meta->cluster_id;
+    broker_config.directory_id = directory_id;
+    broker_config.incarnation_id = core::random_uuid(ctx->random());
+    broker = std::make_unique<broker::Broker>(*ctx, **node, broker_config);
+    controller.set_observer(broker.get());
+  }
+  std::printf("brook server: node %d, cluster %s, data in %s\n", c.node_id, meta->cluster_id.c_str(),
+              c.data_dir.c_str());
+  std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
+  if (broker_listener) {
+    std::printf("brook server: broker listening on %s (advertised as %s)\n",
+                broker_listener->address().to_string().c_str(), c.broker_advertised.to_string().c_str());
+  }
+  std::fflush(stdout);
+
+  raft::RaftNode* raw = node->get();
+  bool failed = false;
+  io::TaskScope tasks(ctx->executor());
+  tasks.spawn(controller.run());
+  auto run_raft = [](raft::RaftNode* n, io::Listener* l, controller::QuorumController* k,
+                     bool* stopped) -> io::Task<void> {
+    absl::Status s = co_await n->run(*l, [k](net::RequestFrame f) { return k->handle_request(std::move(f)); });
+    std::fprintf(stderr, "brook server: metadata log stopped: %s\n", s.ToString().c_str());
+    *stopped = true;
+  };
+  tasks.spawn(run_raft(raw, controller_listener->get(), &controller, &failed));
+  io::TaskScope broker_tasks(ctx->executor());
+  if (broker) {
+    broker_tasks.spawn(broker->run());
+    auto serve = [](io::Context* ctx, io::Listener* l, broker::Broker* b, bool* stopped) -> io::Task<void> {
+      // As Kafka's brokers do, clients are served once the controller has
+      // unfenced this broker: before that, Metadata would list no broker.
+      // Connections made meanwhile wait in the listen backlog.
+      while (!b->serving()) co_await ctx->clock().sleep_for(10ms);
+      std::printf("brook server: broker %d is serving clients\n", b->node_id());
+      std::fflush(stdout);
+      absl::Status s = co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); });
+      std::fprintf(stderr, "brook server: broker listener stopped: %s\n", s.ToString().c_str());
+      *stopped = true;
+    };
+    broker_tasks.spawn(serve(ctx, broker_listener.get(), broker.get(), &failed));
+  }
+  while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
+  std::fprintf(stderr, "brook server: shutting down\n");
+  if (broker) {
+    co_await broker->shutdown(5s);
+    broker_tasks.cancel_all();
+  }
+  if (!failed) {
+    co_await raw->resign();
+    co_await ctx->clock().sleep_for(100ms);
+  }
+  tasks.cancel_all();
+  (void)co_await raw->log().close();
+  run->exit_code = failed ? 1 : 0;
+  run->done = true;
+}
+
+}  // namespace
+
+int server_main(Args args) {
+  const std::optional<ServerArgs> parsed = parse(args);
+  if (!parsed) {
+    usage();
+    return 2;
+  }
+  absl::StatusOr<ServerConfig> config = configure(*parsed);
+  if (!config.ok()) {
+    std::fprintf(stderr, "brook server: %s\n", std::string(config.status().message()).c_str());
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  io::real::RealNodeOptions options;
+  options.backend = parsed->backend;
+  options.data_dir = config->data_dir;
+  options.node_id = io::NodeId{config->node_id};
+  if (parsed->debug) options.log_level_min = io::LogLevel::kDebug;
+  absl::StatusOr<std::unique_ptr<io::real::RealNode>> node = io::real::RealNode::create(options);
+  if (!node.ok()) {
+    std::fprintf(stderr, "brook server: %s\n", node.status().ToString().c_str());
+    return 1;
+  }
+  Run run{&*parsed, &*config};
+  (*node)->scope().spawn(server_main(&(*node)->context(), &run));
+  (*node)->run_until([&] { return run.done; });
+  return run.exit_code;
+}
+
+}  // namespace brook::tools
