@@ -104,9 +104,9 @@ bool Broker::serving() const {
   return b != nullptr && !b->fenced && broker_epoch_ >= 0 && b->epoch == broker_epoch_;
 }
 
-Partition* Broker::find(const std::string& topic, int32_t index) {
+std::shared_ptr<Partition> Broker::find(const std::string& topic, int32_t index) {
   auto it = partitions_.find(PartitionKey(topic, index));
-  return it == partitions_.end() ? nullptr : it->second.get();
+  return it == partitions_.end() ? nullptr : it->second;
 }
 
 storage::LogConfig Broker::log_config_for(const std::string& topic) const {
@@ -195,7 +195,7 @@ io::Task<absl::Status> Broker::apply_image() {
   for (const auto& [id, topic] : image.topics().by_id) {
     for (const auto& [index, reg] : topic->partitions) {
       if (std::find(reg.replicas.begin(), reg.replicas.end(), config_.node_id) == reg.replicas.end()) continue;
-      Partition* p = find(topic->name, index);
+      std::shared_ptr<Partition> p = find(topic->name, index);
       if (p == nullptr) {
         CO_RETURN_IF_ERROR(co_await open_partition(*topic, index));
         p = find(topic->name, index);
@@ -245,7 +245,7 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
   options.config = log_config_for(topic.name);
   CO_ASSIGN_OR_RETURN(std::unique_ptr<storage::Log> log,
                       co_await storage::Log::open(ctx_->disk(), ctx_->clock(), options));
-  auto p = std::make_unique<Partition>();
+  auto p = std::make_shared<Partition>();
   p->topic = topic.name;
   p->topic_id = topic.id;
   p->index = index;
@@ -257,7 +257,7 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
 io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
   auto it = partitions_.find(key);
   if (it == partitions_.end()) co_return absl::OkStatus();
-  std::unique_ptr<Partition> p = std::move(it->second);
+  std::shared_ptr<Partition> p = std::move(it->second);
   partitions_.erase(it);
   appended_.notify_all();
   (void)co_await p->log->close();
@@ -289,7 +289,7 @@ io::Task<bool> Broker::wait_for_topic(std::string topic, bool present, io::Durat
       if (reg.leader < 0) return false;
       if (reg.leader == config_.node_id) {
         // Our own partitions: opened too.
-        Partition* p = find(topic, index);
+        std::shared_ptr<Partition> p = find(topic, index);
         if (p == nullptr || p->leader_epoch != reg.leader_epoch) return false;
       }
     }

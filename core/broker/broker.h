@@ -131,7 +131,7 @@ class Broker final : public raft::RaftListener {
   int32_t node_id() const { return config_.node_id; }
   // Registered and unfenced in the replayed image.
   bool serving() const;
-  const std::map<std::pair<std::string, int32_t>, std::unique_ptr<Partition>>& partitions() const {
+  const std::map<std::pair<std::string, int32_t>, std::shared_ptr<Partition>>& partitions() const {
     return partitions_;
   }
 
@@ -154,7 +154,9 @@ class Broker final : public raft::RaftListener {
   // Waits (up to `timeout`) until the image holds `topic` with a leader for
   // every partition, or until it is gone when `present` is false.
   io::Task<bool> wait_for_topic(std::string topic, bool present, io::Duration timeout);
-  Partition* find(const std::string& topic, int32_t index);
+  // Handlers keep the shared_ptr across their waits: a partition removed
+  // meanwhile (its topic deleted) stays alive until they let go.
+  std::shared_ptr<Partition> find(const std::string& topic, int32_t index);
 
   // --- lifecycle and the controller (broker.cc) ---
   io::Task<void> lifecycle_loop();
@@ -195,7 +197,7 @@ class Broker final : public raft::RaftListener {
   io::Event image_changed_;     // set on every replay; the apply loop resets it
   io::WaitList image_waiters_;  // woken on every replay
   // Partitions by (topic, index).
-  std::map<PartitionKey, std::unique_ptr<Partition>> partitions_;
+  std::map<PartitionKey, std::shared_ptr<Partition>> partitions_;
   io::Mutex apply_mu_;
   // Woken after every append (long-polling fetches).
   io::WaitList appended_;

@@ -320,7 +320,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
   // Offsets that must reach the high watermark before acks=all answers.
   struct Pending {
     net::ProduceResponse::PartitionProduceResponse* out;
-    Partition* partition;
+    std::shared_ptr<Partition> partition;
     int64_t end;
     int32_t leader_epoch;
   };
@@ -339,7 +339,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         fail(net::Error::kInvalidRequiredAcks);
         continue;
       }
-      Partition* p = find(topic.name, data.index);
+      std::shared_ptr<Partition> p = find(topic.name, data.index);
       const metadata::TopicImage* t = image_.topics().topic(topic.name);
       if (t == nullptr || t->partition(data.index) == nullptr) {
         fail(net::Error::kUnknownTopicOrPartition);
@@ -402,7 +402,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
   // other brokers can lag behind it).
   for (const Pending& w : pending) {
     while (true) {
-      Partition* p = find(w.partition->topic, w.partition->index);
+      std::shared_ptr<Partition> p = find(w.partition->topic, w.partition->index);
       if (p != w.partition || p->leader != config_.node_id || p->leader_epoch != w.leader_epoch) {
         w.out->error_code = net::code(net::Error::kNotLeaderOrFollower);
         break;
@@ -471,7 +471,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
           fail(net::Error::kUnknownTopicOrPartition);
           continue;
         }
-        Partition* p = find(name, part.partition);
+        std::shared_ptr<Partition> p = find(name, part.partition);
         if (p == nullptr || p->leader != config_.node_id) {
           fail(net::Error::kNotLeaderOrFollower);
           if (version >= 12) {
@@ -541,7 +541,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_list_offsets(const net::Req
         fail(net::Error::kUnknownTopicOrPartition);
         continue;
       }
-      Partition* p = find(topic.name, part.partition_index);
+      std::shared_ptr<Partition> p = find(topic.name, part.partition_index);
       if (p == nullptr || p->leader != config_.node_id) {
         fail(net::Error::kNotLeaderOrFollower);
         continue;
@@ -610,7 +610,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_offsets_for_leader_epoch(co
       auto& out = topic_out.partitions.emplace_back();
       out.partition = part.partition;
       const metadata::TopicImage* t = image_.topics().topic(topic.topic);
-      Partition* p = find(topic.topic, part.partition);
+      std::shared_ptr<Partition> p = find(topic.topic, part.partition);
       if (t == nullptr || t->partition(part.partition) == nullptr) {
         out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
       } else if (p == nullptr || p->leader != config_.node_id) {
@@ -663,7 +663,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
       out.partition_index = part.partition_index;
       out.low_watermark = -1;
       const metadata::TopicImage* t = image_.topics().topic(topic.name);
-      Partition* p = find(topic.name, part.partition_index);
+      std::shared_ptr<Partition> p = find(topic.name, part.partition_index);
       if (t == nullptr || t->partition(part.partition_index) == nullptr) {
         out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
         continue;
