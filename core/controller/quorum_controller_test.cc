@@ -271,6 +271,22 @@ TEST(QuorumController, ControlledShutdownMovesLeadershipFirst) {
   EXPECT_TRUE(r.is_fenced);
   EXPECT_TRUE(h.image().cluster().broker(1)->fenced);
   EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  // The fenced broker has no session left: its next incarnation (a
+  // restart) registers at once, as with Kafka's BrokerHeartbeatManager.
+  // (Found by restarting a real `brook server`: the restart was refused
+  // DUPLICATE_BROKER_REGISTRATION until the old session timed out.)
+  net::BrokerRegistrationRequest again;
+  again.broker_id = 1;
+  again.cluster_id = kClusterId;
+  again.incarnation_id.bytes[7] = 42;
+  net::BrokerRegistrationRequest::Feature mv;
+  mv.name = "metadata.version";
+  mv.min_supported_version = kMetadataVersionMin;
+  mv.max_supported_version = kMetadataVersionLatest;
+  again.features.push_back(mv);
+  net::BrokerRegistrationResponse registered = h.call(h.controller->register_broker(again));
+  EXPECT_EQ(registered.error_code, 0);
+  EXPECT_GT(registered.broker_epoch, e1);
 }
 
 TEST(QuorumController, AlterPartitionChecksEpochs) {
