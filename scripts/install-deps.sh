@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev librapidcheck-dev
   liburing-dev libzstd-dev libbenchmark-dev zlib1g-dev libsnappy-dev liblz4-dev
-  kcat python3-confluent-kafka python3-kafka
+  kcat python3-confluent-kafka python3-kafka librdkafka-dev
 )
 
 missing=()

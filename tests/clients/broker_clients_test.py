@@ -61,7 +61,10 @@ class Server:
             self.proc.kill()
             self.proc.wait()
             raise RuntimeError("brook server did not stop on SIGTERM")
+        code = self.proc.returncode
         self.proc = None
+        if sig == signal.SIGTERM and code != 0:
+            raise RuntimeError(f"brook server exited {code} on SIGTERM")
 
     @property
     def bootstrap(self):
