@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/ranges.h>
 
+#include "sim/broker.h"
 #include "sim/demo.h"
 #include "sim/kraft.h"
 
@@ -13,6 +14,8 @@ namespace brook::sim {
 
 std::vector<std::string> scenario_names() {
   return {"demo",
+          "broker",
+          "broker-mutant-flush",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -26,6 +29,7 @@ std::vector<std::string> scenario_names() {
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
+  if (options.name == "broker" || options.name == "broker-mutant-flush") return run_broker(options);
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);

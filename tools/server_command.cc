@@ -448,7 +448,12 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   tasks.spawn(run_raft(raw, controller_listener->get(), &controller, &failed));
   io::TaskScope broker_tasks(ctx->executor());
   if (broker) {
-    broker_tasks.spawn(broker->run());
+    auto run_broker = [](broker::Broker* b, bool* stopped) -> io::Task<void> {
+      absl::Status s = co_await b->run();
+      std::fprintf(stderr, "brook server: broker stopped: %s\n", s.ToString().c_str());
+      *stopped = true;
+    };
+    broker_tasks.spawn(run_broker(broker.get(), &failed));
     auto serve = [](io::Context* ctx, io::Listener* l, broker::Broker* b, bool* stopped) -> io::Task<void> {
       // As Kafka's brokers do, clients are served once the controller has
       // unfenced this broker: before that, Metadata would list no broker.

@@ -305,10 +305,19 @@ io::Task<bool> Broker::wait_for_topic(std::string topic, bool present, io::Durat
 
 // --- lifecycle ----------------------------------------------------------------
 
-io::Task<void> Broker::run() {
+io::Task<absl::Status> Broker::run() {
   io::TaskScope tasks(co_await io::this_executor());
   tasks.spawn(apply_loop());
-  co_await lifecycle_loop();
+  tasks.spawn(lifecycle_loop());
+  co_await failed_.wait();
+  co_return failure_;
+}
+
+void Broker::log_failed(const absl::Status& status) {
+  if (failed_.is_set()) return;
+  ctx_->log().error("broker: a partition log failed, stopping: {}", status.ToString());
+  failure_ = status;
+  failed_.set();
 }
 
 io::Task<bool> Broker::register_once() {

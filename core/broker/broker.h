@@ -114,8 +114,10 @@ class Broker final : public raft::RaftListener {
   Broker& operator=(const Broker&) = delete;
 
   // Registration, heartbeats and applying metadata to the partitions; runs
-  // until cancelled.
-  io::Task<void> run();
+  // until cancelled, or returns the error that took a log offline: like a
+  // Kafka broker whose only log directory failed, the broker then stops
+  // (the process exits and is restarted; recovery sorts out the log).
+  io::Task<absl::Status> run();
   // Controlled shutdown (bounded by `timeout`), then every log is closed.
   io::Task<void> shutdown(io::Duration timeout);
 
@@ -157,6 +159,9 @@ class Broker final : public raft::RaftListener {
   // Handlers keep the shared_ptr across their waits: a partition removed
   // meanwhile (its topic deleted) stays alive until they let go.
   std::shared_ptr<Partition> find(const std::string& topic, int32_t index);
+
+  // An I/O error on a partition's log: the broker stops (see run()).
+  void log_failed(const absl::Status& status);
 
   // --- lifecycle and the controller (broker.cc) ---
   io::Task<void> lifecycle_loop();
@@ -201,6 +206,9 @@ class Broker final : public raft::RaftListener {
   io::Mutex apply_mu_;
   // Woken after every append (long-polling fetches).
   io::WaitList appended_;
+
+  absl::Status failure_;
+  io::Event failed_;
 
   int64_t broker_epoch_ = -1;
   bool want_shut_down_ = false;

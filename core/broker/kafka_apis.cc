@@ -371,6 +371,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       // The partition may have gone while the append ran.
       p = find(topic.name, data.index);
       if (!appended.ok()) {
+        log_failed(appended.status());
         fail(net::Error::kKafkaStorageError);
         out.error_message = std::string(appended.status().message());
         continue;
@@ -492,6 +493,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
             co_await p->log->read(part.fetch_offset, limit, bound, bytes == 0);
         p = find(name, part.partition);
         if (!read.ok()) {
+          log_failed(read.status());
           fail(net::Error::kKafkaStorageError);
           continue;
         }
@@ -570,6 +572,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_list_offsets(const net::Req
       } else if (part.timestamp >= 0) {
         absl::StatusOr<std::optional<storage::TimestampOffset>> found = co_await log.offset_for_timestamp(part.timestamp);
         if (!found.ok()) {
+          log_failed(found.status());
           fail(net::Error::kKafkaStorageError);
           continue;
         }
@@ -680,6 +683,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
       storage::Log* log = p->log.get();
       absl::StatusOr<net::Error> deleted = co_await log->delete_records_before(offset);
       if (!deleted.ok()) {
+        log_failed(deleted.status());
         out.error_code = net::code(net::Error::kKafkaStorageError);
         continue;
       }

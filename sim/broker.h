@@ -1,0 +1,32 @@
+// sim/broker.h
+//
+// The "broker" scenario: one `brook server` node (a single-voter metadata
+// quorum, the QuorumController and the Broker, wired as tools/server_command
+// wires them) and a client node whose writers produce batches with acks=all
+// to a topic of 1-4 partitions while a reader fetches acknowledged offsets
+// back. The broker's partitions sync before they acknowledge
+// (FlushMode::kBeforeAck: with one replica the disk is the only copy), and
+// roll segments often. Faults are drawn per seed (sim/faults.h): crashes
+// with lost unsynced writes and torn tails, disk errors and corrupted reads,
+// partitions, clogs, resets, clock drift and jumps; a broker whose log
+// fails stops and is power-cycled. Then the faults stop, a produce must be
+// acknowledged within the quiet phase, and after a final power loss the
+// broker restarts and every partition is read from its start.
+//
+// Checkers (the oracle lives outside the nodes):
+// - an offset is never acknowledged twice;
+// - a record read back at an acknowledged offset is the acknowledged one
+//   (during the run and after the final restart);
+// - no acknowledged record is lost after the final power loss;
+// - fetches return offsets in order, without going backwards;
+// - liveness: after the heal a produce is acknowledged.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "sim/scenario.h"
+
+namespace brook::sim {
+
+absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options);
+
+}  // namespace brook::sim
