@@ -14,7 +14,7 @@
 //
 // Properties read (the rest are ignored, as unknown properties are by
 // Kafka's tools with a warning):
-//   process.roles                broker,controller | controller
+//   process.roles                broker,controller | controller | broker
 //   node.id
 //   listeners                    NAME://host:port,...   (PLAINTEXT and CONTROLLER)
 //   advertised.listeners         NAME://host:port,...
@@ -177,10 +177,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     const std::string r = *roles;
     c.broker = r.find("broker") != std::string::npos;
     c.controller = r.find("controller") != std::string::npos;
-    if (!c.controller) {
-      return absl::UnimplementedError(
-          "process.roles=broker (a broker without a controller in the process) is not supported yet; use "
-          "broker,controller or controller");
+    if (!c.broker && !c.controller) {
+      return absl::InvalidArgumentError("process.roles must be broker, controller or broker,controller");
     }
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> node_id, get_int("node.id"));
@@ -195,8 +193,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (std::optional<std::string> l = get("listeners")) {
     ASSIGN_OR_RETURN(listeners, parse_listeners(*l));
   } else {
-    listeners.emplace("PLAINTEXT", io::Address("localhost", 9092));
-    listeners.emplace(c.controller_listener, io::Address("localhost", 9093));
+    if (c.broker) listeners.emplace("PLAINTEXT", io::Address("localhost", 9092));
+    if (c.controller) listeners.emplace(c.controller_listener, io::Address("localhost", 9093));
   }
   std::map<std::string, io::Address> advertised = listeners;
   if (std::optional<std::string> a = get("advertised.listeners")) {
@@ -208,12 +206,17 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     if (address.host == "0.0.0.0" || address.host.empty()) address.host = "localhost";
   }
   auto controller_it = listeners.find(c.controller_listener);
-  if (controller_it == listeners.end()) {
-    return absl::InvalidArgumentError(
-        fmt::format("listeners has no {} listener (controller.listener.names)", c.controller_listener));
+  if (c.controller) {
+    if (controller_it == listeners.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("listeners has no {} listener (controller.listener.names)", c.controller_listener));
+    }
+    c.controller_listen = controller_it->second;
+    c.controller_advertised = advertised.at(c.controller_listener);
+  } else if (controller_it != listeners.end()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "a broker without the controller role has no {} listener (controller.listener.names)", c.controller_listener));
   }
-  c.controller_listen = controller_it->second;
-  c.controller_advertised = advertised.at(c.controller_listener);
   if (c.broker) {
     bool found = false;
     for (const auto& [name, address] : listeners) {
@@ -241,11 +244,17 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       }
       c.voters[static_cast<int32_t>(*id)] = *address;
     }
-    if (!c.voters.contains(c.node_id)) {
+    if (c.controller && !c.voters.contains(c.node_id)) {
       return absl::InvalidArgumentError("controller.quorum.voters must name this node (node.id)");
     }
-  } else {
+    if (!c.controller && c.voters.contains(c.node_id)) {
+      return absl::InvalidArgumentError(
+          "a broker without the controller role must not be in controller.quorum.voters (node.id)");
+    }
+  } else if (c.controller) {
     c.voters[c.node_id] = c.controller_advertised;
+  } else {
+    return absl::InvalidArgumentError("process.roles=broker needs controller.quorum.voters");
   }
   if (std::optional<std::string> dirs = get("log.dirs")) {
     c.data_dir = trim(std::string_view(*dirs).substr(0, dirs->find(',')));
@@ -358,12 +367,13 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   // Format on first start (a quorum of more than this node needs one
   // cluster id everywhere: `brook format`, or --cluster-id).
   std::string cluster_id = run->args->cluster_id;
-  if (cluster_id.empty() && !(c.voters.size() == 1)) {
+  if (cluster_id.empty() && (c.voters.size() != 1 || !c.controller)) {
     absl::StatusOr<std::optional<core::MetaProperties>> stored = co_await core::read_meta_properties(ctx->disk(), "");
     if (!stored.ok() || !stored->has_value()) {
-      fail(run, fmt::format("{}: no meta.properties and no --cluster-id: the {} voters must share a cluster id "
-                            "(`brook format --cluster-id ID ...` on each node)",
-                            c.data_dir, c.voters.size()));
+      fail(run, fmt::format("{}: no meta.properties and no --cluster-id: every node of a cluster of more than "
+                            "one must share a cluster id (`brook format --cluster-id ID ...` on each node, or "
+                            "--cluster-id)",
+                            c.data_dir));
       co_return;
     }
   }
@@ -385,7 +395,7 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   raft_config.voters = c.voters;
   raft_config.directory_id = directory_id;
   raft_config.listener_name = c.controller_listener;
-  raft_config.advertised = c.controller_advertised;
+  if (c.controller) raft_config.advertised = c.controller_advertised;
   raft_config.cluster_id = meta->cluster_id;
   if (c.voters.size() == 1) {
     // A quorum of one: nobody to wait for.
@@ -397,10 +407,12 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     fail(run, node.status().ToString());
     co_return;
   }
-  absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener =
-      co_await ctx->network().listen(c.controller_listen);
+  // A broker alone follows the metadata log as an observer: nobody calls
+  // its Raft listener, which takes any free port on the broker's host.
+  const io::Address raft_listen = c.controller ? c.controller_listen : io::Address(c.broker_listen.host, 0);
+  absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener = co_await ctx->network().listen(raft_listen);
   if (!controller_listener.ok()) {
-    fail(run, fmt::format("listen on {}: {}", c.controller_listen.to_string(),
+    fail(run, fmt::format("listen on {}: {}", raft_listen.to_string(),
                           controller_listener.status().ToString()));
     co_return;
   }
@@ -416,7 +428,7 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   controller::ControllerConfig controller_config = c.controller_config;
   controller_config.cluster_id = meta->cluster_id;
   controller::QuorumController controller(*ctx, **node, controller_config);
-  (*node)->set_listener(&controller);
+  if (c.controller) (*node)->set_listener(&controller);
   std::unique_ptr<broker::Broker> broker;
   if (c.broker) {
     broker::BrokerConfig broker_config = c.broker_config;
@@ -424,11 +436,17 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     broker_config.directory_id = directory_id;
     broker_config.incarnation_id = core::random_uuid(ctx->random());
     broker = std::make_unique<broker::Broker>(*ctx, **node, broker_config);
-    controller.set_observer(broker.get());
+    if (c.controller) {
+      controller.set_observer(broker.get());
+    } else {
+      (*node)->set_listener(broker.get());
+    }
   }
   std::printf("brook server: node %d, cluster %s, data in %s\n", c.node_id, meta->cluster_id.c_str(),
               c.data_dir.c_str());
-  std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
+  if (c.controller) {
+    std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
+  }
   if (broker_listener) {
     std::printf("brook server: broker listening on %s (advertised as %s)\n",
                 broker_listener->address().to_string().c_str(), c.broker_advertised.to_string().c_str());
@@ -438,14 +456,16 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   raft::RaftNode* raw = node->get();
   bool failed = false;
   io::TaskScope tasks(ctx->executor());
-  tasks.spawn(controller.run());
+  if (c.controller) tasks.spawn(controller.run());
   auto run_raft = [](raft::RaftNode* n, io::Listener* l, controller::QuorumController* k,
                      bool* stopped) -> io::Task<void> {
-    absl::Status s = co_await n->run(*l, [k](net::RequestFrame f) { return k->handle_request(std::move(f)); });
+    net::RequestHandler others = nullptr;
+    if (k != nullptr) others = [k](net::RequestFrame f) { return k->handle_request(std::move(f)); };
+    absl::Status s = co_await n->run(*l, std::move(others));
     std::fprintf(stderr, "brook server: metadata log stopped: %s\n", s.ToString().c_str());
     *stopped = true;
   };
-  tasks.spawn(run_raft(raw, controller_listener->get(), &controller, &failed));
+  tasks.spawn(run_raft(raw, controller_listener->get(), c.controller ? &controller : nullptr, &failed));
   io::TaskScope broker_tasks(ctx->executor());
   if (broker) {
     auto run_broker = [](broker::Broker* b, bool* stopped) -> io::Task<void> {

@@ -211,7 +211,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
       net::CreateTopicsRequest::CreatableTopic t;
       t.name = name;
       t.num_partitions = config_.num_partitions;
-      t.replication_factor = config_.default_replication_factor;
+      // Replication between brokers is not built yet (see on_create_topics).
+      t.replication_factor = 1;
       create.topics.push_back(std::move(t));
       creating.push_back(name);
     }
@@ -798,9 +799,32 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::forward(const net::RequestFram
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_create_topics(const net::RequestFrame& frame) {
   const int16_t version = frame.header.request_api_version;
   CO_ASSIGN_OR_RETURN(net::CreateTopicsRequest request, net::decode_body<net::CreateTopicsRequest>(frame));
+  // Partitions are not replicated between brokers yet: a topic of more
+  // than one replica is refused here, plainly, rather than created with
+  // followers that would never catch up (and acks=all that would time out).
+  std::vector<net::CreateTopicsResponse::CreatableTopicResult> refused;
+  {
+    std::vector<net::CreateTopicsRequest::CreatableTopic> kept;
+    for (auto& t : request.topics) {
+      const int16_t rf = t.replication_factor < 0 ? config_.default_replication_factor : t.replication_factor;
+      bool replicated = t.assignments.empty() && rf > 1;
+      for (const auto& a : t.assignments) replicated = replicated || a.broker_ids.size() > 1;
+      if (!replicated) {
+        kept.push_back(std::move(t));
+        continue;
+      }
+      auto& r = refused.emplace_back();
+      r.name = t.name;
+      r.error_code = net::code(net::Error::kInvalidReplicationFactor);
+      r.error_message = "this cluster does not replicate partitions between brokers yet: use replication factor 1";
+    }
+    request.topics = std::move(kept);
+  }
   const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
-  absl::StatusOr<net::CreateTopicsResponse> response =
-      co_await call_controller<net::CreateTopicsResponse>(request, version, deadline);
+  absl::StatusOr<net::CreateTopicsResponse> response = net::CreateTopicsResponse();
+  if (!request.topics.empty()) {
+    response = co_await call_controller<net::CreateTopicsResponse>(request, version, deadline);
+  }
   if (!response.ok()) {
     net::CreateTopicsResponse timed_out;
     for (const auto& t : request.topics) {
@@ -818,6 +842,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_create_topics(const net::Re
       if (t.error_code == 0) (void)co_await wait_for_topic(t.name, true, 2s);
     }
   }
+  for (auto& r : refused) response->topics.push_back(std::move(r));
   co_return net::encode_response(*response, frame.header);
 }
 

@@ -28,24 +28,29 @@ def free_port():
 
 
 class Server:
-    def __init__(self, data_dir):
+    """One `brook server`: by default broker and controller on free ports;
+    `args` replaces the listeners and roles (a cluster of processes)."""
+
+    def __init__(self, data_dir, args=None, name="server"):
         self.data_dir = data_dir
         self.port = free_port()
         self.controller_port = free_port()
+        self.args = args if args is not None else [
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"]
         self.proc = None
-        self.log = os.path.join(os.path.dirname(data_dir), "server.log")
+        self.log = os.path.join(os.path.dirname(data_dir), f"{name}.log")
 
-    def start(self):
+    def start(self, wait_port=None):
         logf = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            [BROOK, "server", "--data-dir", self.data_dir,
-             "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-             "--override", "broker.heartbeat.interval.ms=200"],
+            [BROOK, "server", "--data-dir", self.data_dir, "--override", "broker.heartbeat.interval.ms=200"]
+            + self.args,
             stdout=logf, stderr=logf)
+        port = wait_port if wait_port is not None else self.port
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                     return
             except OSError:
                 time.sleep(0.05)
@@ -257,6 +262,76 @@ def restart_checks(server):
               f"{len(seen)} records")
 
 
+def cluster_checks(work):
+    """One controller process and two broker processes: partitions of a
+    replication-factor-1 topic spread over both brokers, clients follow the
+    leaders; a replicated topic is refused plainly."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster_id = run([BROOK, "random-uuid"]).decode().strip()
+    cport = free_port()
+    voters = f"controller.quorum.voters=1@127.0.0.1:{cport}"
+    controller = Server(os.path.join(work, "c1"), name="c1", args=[
+        "--cluster-id", cluster_id, "--override", "process.roles=controller", "--override", "node.id=1",
+        "--override", f"listeners=CONTROLLER://127.0.0.1:{cport}", "--override", voters])
+    brokers = []
+    for node in [2, 3]:
+        port = free_port()
+        b = Server(os.path.join(work, f"b{node}"), name=f"b{node}", args=[
+            "--cluster-id", cluster_id, "--override", "process.roles=broker", "--override", f"node.id={node}",
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", voters])
+        b.port = port
+        brokers.append(b)
+    procs = [controller] + brokers
+    try:
+        controller.start(wait_port=cport)
+        for b in brokers:
+            b.start()
+        bootstrap = ",".join(b.bootstrap for b in brokers)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)]).values():
+            f.result(20)
+        md = admin.list_topics(timeout=10)
+        leaders = {p.leader for p in md.topics["spread"].partitions.values()}
+        check("cluster: partitions on both brokers", leaders == {2, 3}, str(leaders))
+        check("cluster: both brokers listed", set(md.brokers) == {2, 3}, str(md.brokers))
+        try:
+            for f in admin.create_topics([NewTopic("replicated", num_partitions=1, replication_factor=2)]).values():
+                f.result(20)
+            check("cluster: replicated topic refused", False, "created")
+        except Exception as e:
+            check("cluster: replicated topic refused", "INVALID_REPLICATION_FACTOR" in str(e), str(e))
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        for i in range(600):
+            p.produce("spread", key=str(i).encode(), value=f"s{i}".encode())
+        check("cluster: produce to both leaders", p.flush(30) == 0)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition("spread", i, 0) for i in range(6)])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 600 and time.time() < deadline:
+            m = c.poll(1.0)
+            if m is not None and not m.error():
+                got.append(m.value().decode())
+        c.close()
+        check("cluster: consume from both leaders", sorted(got) == sorted(f"s{i}" for i in range(600)),
+              f"{len(got)}")
+    except BaseException:
+        for proc in procs:
+            if os.path.exists(proc.log):
+                with open(proc.log, "rb") as f:
+                    print(f"--- {proc.log} ---\n" + f.read()[-3000:].decode(errors="replace"))
+        raise
+    finally:
+        for proc in reversed(procs):
+            try:
+                proc.stop()
+            except Exception as e:
+                print(f"stopping {proc.log}: {e}")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="brook-clients-")
     server = Server(os.path.join(work, "data"))
@@ -267,6 +342,8 @@ def main():
         confluent_checks(server)
         kafka_python_checks(server)
         restart_checks(server)
+        server.stop()
+        cluster_checks(work)
         ok = True
     finally:
         try:
