@@ -698,63 +698,10 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
 // --- DescribeConfigs / DescribeCluster -----------------------------------------
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_configs(const net::RequestFrame& frame) {
-  const int16_t version = frame.header.request_api_version;
   CO_ASSIGN_OR_RETURN(net::DescribeConfigsRequest request, net::decode_body<net::DescribeConfigsRequest>(frame));
-  net::DescribeConfigsResponse response;
-  configs::BrokerLayers layers;
-  layers.dynamic_default =
-      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
-  const std::string own = std::to_string(config_.node_id);
-  layers.dynamic_broker =
-      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, own});
-  for (const auto& resource : request.resources) {
-    auto& out = response.results.emplace_back();
-    out.resource_type = resource.resource_type;
-    out.resource_name = resource.resource_name;
-    out.error_message = std::nullopt;
-    const metadata::ConfigResource r{resource.resource_type, resource.resource_name};
-    if (r.type == metadata::kConfigResourceTopic && image_.topics().topic(r.name) == nullptr) {
-      out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
-      out.error_message = fmt::format("Topic {} does not exist", r.name);
-      continue;
-    }
-    if (r.type == metadata::kConfigResourceBroker && !r.name.empty() && r.name != own) {
-      out.error_code = net::code(net::Error::kInvalidRequest);
-      out.error_message = fmt::format("Unexpected broker id, expected {} but received {}", own, r.name);
-      continue;
-    }
-    configs::DescribeOptions options;
-    if (resource.configuration_keys.has_value() && !resource.configuration_keys->empty()) {
-      options.names = *resource.configuration_keys;
-    }
-    options.include_synonyms = version >= 1 && request.include_synonyms;
-    options.include_documentation = version >= 3 && request.include_documentation;
-    absl::StatusOr<std::vector<configs::DescribedConfig>> described =
-        configs::describe(r, image_.configs().find(r), layers, options);
-    if (!described.ok()) {
-      out.error_code = net::code(configs::error_code(r.type, described.status()));
-      out.error_message = std::string(described.status().message());
-      continue;
-    }
-    for (const configs::DescribedConfig& c : *described) {
-      auto& entry = out.configs.emplace_back();
-      entry.name = c.name;
-      entry.value = c.value;
-      entry.read_only = c.read_only;
-      if (version == 0) entry.is_default = c.is_default();
-      entry.config_source = static_cast<int8_t>(c.source);
-      entry.is_sensitive = c.is_sensitive;
-      entry.config_type = static_cast<int8_t>(c.type);
-      entry.documentation = c.documentation;
-      for (const configs::DescribedSynonym& s : c.synonyms) {
-        auto& syn = entry.synonyms.emplace_back();
-        syn.name = s.name;
-        syn.value = s.value;
-        syn.source = static_cast<int8_t>(s.source);
-      }
-    }
-  }
-  co_return net::encode_response(response, frame.header);
+  co_return net::encode_response(
+      configs::describe_configs(image_, config_.node_id, request, frame.header.request_api_version),
+      frame.header);
 }
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net::RequestFrame& frame) {

@@ -1595,4 +1595,60 @@ absl::StatusOr<std::vector<DescribedConfig>> describe(const metadata::ConfigReso
   }
 }
 
+net::DescribeConfigsResponse describe_configs(const metadata::MetadataImage& image, int32_t node_id,
+                                              const net::DescribeConfigsRequest& request, int16_t version) {
+  net::DescribeConfigsResponse response;
+  BrokerLayers layers;
+  layers.dynamic_default = image.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
+  const std::string own = std::to_string(node_id);
+  layers.dynamic_broker = image.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, own});
+  for (const auto& resource : request.resources) {
+    auto& out = response.results.emplace_back();
+    out.resource_type = resource.resource_type;
+    out.resource_name = resource.resource_name;
+    out.error_message = std::nullopt;
+    const metadata::ConfigResource r{resource.resource_type, resource.resource_name};
+    if (r.type == metadata::kConfigResourceTopic && image.topics().topic(r.name) == nullptr) {
+      out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+      out.error_message = fmt::format("Topic {} does not exist", r.name);
+      continue;
+    }
+    if (r.type == metadata::kConfigResourceBroker && !r.name.empty() && r.name != own) {
+      out.error_code = net::code(net::Error::kInvalidRequest);
+      out.error_message = fmt::format("Unexpected broker id, expected {} but received {}", own, r.name);
+      continue;
+    }
+    DescribeOptions options;
+    if (resource.configuration_keys.has_value() && !resource.configuration_keys->empty()) {
+      options.names = *resource.configuration_keys;
+    }
+    options.include_synonyms = version >= 1 && request.include_synonyms;
+    options.include_documentation = version >= 3 && request.include_documentation;
+    absl::StatusOr<std::vector<DescribedConfig>> described = describe(r, image.configs().find(r), layers, options);
+    if (!described.ok()) {
+      out.error_code = net::code(error_code(r.type, described.status()));
+      out.error_message = std::string(described.status().message());
+      continue;
+    }
+    for (const DescribedConfig& c : *described) {
+      auto& entry = out.configs.emplace_back();
+      entry.name = c.name;
+      entry.value = c.value;
+      entry.read_only = c.read_only;
+      if (version == 0) entry.is_default = c.is_default();
+      entry.config_source = static_cast<int8_t>(c.source);
+      entry.is_sensitive = c.is_sensitive;
+      entry.config_type = static_cast<int8_t>(c.type);
+      entry.documentation = c.documentation;
+      for (const DescribedSynonym& s : c.synonyms) {
+        auto& syn = entry.synonyms.emplace_back();
+        syn.name = s.name;
+        syn.value = s.value;
+        syn.source = static_cast<int8_t>(s.source);
+      }
+    }
+  }
+  return response;
+}
+
 }  // namespace brook::configs

@@ -53,6 +53,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/metadata/image.h"
+#include "net/kafka/messages/describe_configs_request.h"
+#include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/errors.h"
 
 namespace brook::configs {
@@ -246,5 +248,13 @@ absl::StatusOr<std::vector<DescribedConfig>> describe(const metadata::ConfigReso
                                                       const metadata::ConfigMap* resource_configs,
                                                       const BrokerLayers& broker,
                                                       const DescribeOptions& options);
+
+// A whole DescribeConfigs answer from a metadata image, as node `node_id`
+// (a broker, or a controller since KIP-919) gives it: topics must exist
+// (UNKNOWN_TOPIC_OR_PARTITION); a broker resource names this node or ""
+// (the cluster-wide default), else INVALID_REQUEST. Fields are set only at
+// the versions that carry them.
+net::DescribeConfigsResponse describe_configs(const metadata::MetadataImage& image, int32_t node_id,
+                                              const net::DescribeConfigsRequest& request, int16_t version);
 
 }  // namespace brook::configs

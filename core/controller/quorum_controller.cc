@@ -18,6 +18,8 @@
 #include "io/assert.h"
 #include "io/status.h"
 #include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/describe_configs_request.h"
+#include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/messages/begin_quorum_epoch_request.h"
 #include "net/kafka/messages/describe_quorum_request.h"
@@ -98,7 +100,8 @@ std::vector<ServedApi> served_apis() {
           served<net::DeleteAclsRequest>(),
           served<net::AlterClientQuotasRequest>(),
           served<net::UpdateFeaturesRequest>(),
-          served<net::EnvelopeRequest>()};
+          served<net::EnvelopeRequest>(),
+          served<net::DescribeConfigsRequest>()};
 }
 
 }  // namespace
@@ -1711,6 +1714,12 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
       std::sort(response.api_keys.begin(), response.api_keys.end(),
                 [](const auto& a, const auto& b) { return a.api_key < b.api_key; });
       co_return net::encode_response(response, frame.header);
+    }
+    case net::DescribeConfigsRequest::kApiKey: {
+      // KIP-919: answered from the committed image, as a broker would.
+      CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::DescribeConfigsRequest>(frame));
+      co_return net::encode_response(configs::describe_configs(committed_, config_.node_id, request, version),
+                                     frame.header);
     }
     case net::BrokerRegistrationRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::BrokerRegistrationRequest>(frame));

@@ -53,7 +53,8 @@
 // (core/controller/acls.h), AlterClientQuotas
 // (core/controller/client_quotas.h), UpdateFeatures (metadata.version
 // upgrades within what every registered broker supports), Envelope
-// (requests brokers forward: the forwardable APIs above), and periodic
+// (requests brokers forward: the forwardable APIs above), DescribeConfigs
+// from the committed image (KIP-919), and periodic
 // snapshots of the committed image
 // (metadata.log.max.record.bytes.between.snapshots).
 #pragma once

@@ -4,6 +4,8 @@
 // made through its typed entry points and their effects read back from the
 // committed image.
 #include "core/controller/quorum_controller.h"
+#include "net/kafka/messages/describe_configs_request.h"
+#include "net/kafka/messages/describe_configs_response.h"
 #include "core/controller/acls.h"
 
 #include <gtest/gtest.h>
@@ -570,4 +572,44 @@ TEST(QuorumController, AnswersForwardedRequests) {
 }
 
 }  // namespace
+// KIP-919: a controller answers DescribeConfigs from its committed image.
+TEST(QuorumController, DescribesConfigs) {
+  Harness h;
+  h.add_broker(1);
+  ASSERT_EQ(h.create("described", 1, 1).error_code, 0);
+  net::DescribeConfigsRequest r;
+  net::DescribeConfigsRequest::DescribeConfigsResource topic;
+  topic.resource_type = metadata::kConfigResourceTopic;
+  topic.resource_name = "described";
+  topic.configuration_keys = std::vector<std::string>{"cleanup.policy", "retention.ms"};
+  r.resources.push_back(topic);
+  net::DescribeConfigsRequest::DescribeConfigsResource missing = topic;
+  missing.resource_name = "missing";
+  r.resources.push_back(missing);
+  net::DescribeConfigsRequest::DescribeConfigsResource other_broker;
+  other_broker.resource_type = metadata::kConfigResourceBroker;
+  other_broker.resource_name = "7";
+  r.resources.push_back(other_broker);
+  absl::StatusOr<io::BufferChain> frame = net::encode_request(r, 4, 11, std::string("test"));
+  ASSERT_TRUE(frame.ok());
+  const io::Buffer bytes = frame->linearize();
+  absl::StatusOr<net::ParsedRequest> parsed = net::parse_request(bytes.slice(4, bytes.size() - 4));
+  ASSERT_TRUE(parsed.ok());
+  absl::StatusOr<io::BufferChain> answer = h.call(h.controller->handle_request(parsed->frame));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  const io::Buffer out = answer->linearize();
+  absl::StatusOr<net::DescribeConfigsResponse> response =
+      net::decode_response<net::DescribeConfigsResponse>(out.slice(4, out.size() - 4), 4);
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->results.size(), 3u);
+  EXPECT_EQ(response->results[0].error_code, 0);
+  ASSERT_EQ(response->results[0].configs.size(), 2u);
+  EXPECT_EQ(response->results[0].configs[0].name, "cleanup.policy");
+  EXPECT_EQ(response->results[0].configs[0].value, "delete");
+  EXPECT_EQ(response->results[0].configs[1].name, "retention.ms");
+  EXPECT_EQ(response->results[0].configs[1].value, "604800000");
+  EXPECT_EQ(response->results[1].error_code, net::code(net::Error::kUnknownTopicOrPartition));
+  EXPECT_EQ(response->results[2].error_code, net::code(net::Error::kInvalidRequest));
+}
+
 }  // namespace brook::controller
