@@ -290,6 +290,10 @@ def cluster_checks(work):
             b.start()
         bootstrap = ",".join(b.bootstrap for b in brokers)
         admin = AdminClient({"bootstrap.servers": bootstrap})
+        # Replicas are placed on unfenced brokers: wait until both serve.
+        deadline = time.time() + 20
+        while set(admin.list_topics(timeout=10).brokers) != {2, 3} and time.time() < deadline:
+            time.sleep(0.1)
         for f in admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)]).values():
             f.result(20)
         md = admin.list_topics(timeout=10)
