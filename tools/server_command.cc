@@ -37,6 +37,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -268,6 +269,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   b.listener_name = c.broker_listener;
   b.advertised = c.broker_advertised;
   b.rack = get("broker.rack");
+  b.log_dir = std::filesystem::absolute(c.data_dir).lexically_normal().string();
   controller::ControllerConfig& k = c.controller_config;
   k.node_id = c.node_id;
   ASSIGN_OR_RETURN(std::optional<int64_t> partitions, get_int("num.partitions"));

@@ -28,8 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Batches are decoded for replay with at most this many records each.
-constexpr size_t kRecordsDecodedMax = 1 << 20;
 
 std::string partition_dir(const std::string& topic, int32_t index) {
   return fmt::format("{}-{}", topic, index);
@@ -52,41 +50,18 @@ Broker::~Broker() = default;
 // --- metadata -----------------------------------------------------------------
 
 void Broker::handle_commit(const raft::CommittedBatch& batch) {
-  if (!batch.control) {
-    absl::StatusOr<std::vector<net::Record>> records = net::decode_records(batch.bytes, kRecordsDecodedMax);
-    BROOK_ASSERT_MSG(records.ok(), "broker: committed batch at {} does not decode: {}", batch.base_offset,
-                     records.status().ToString());
-    metadata::MetadataDelta delta(image_);
-    int64_t offset = batch.base_offset;
-    for (const net::Record& record : *records) {
-      if (record.value.has_value()) {
-        absl::StatusOr<metadata::MetadataRecordAndVersion> decoded =
-            metadata::decode_metadata_record(*record.value);
-        absl::Status applied =
-            decoded.ok() ? delta.apply(decoded->record, offset, batch.epoch) : decoded.status();
-        BROOK_ASSERT_MSG(applied.ok(), "broker: committed record at {} does not replay: {}", offset,
-                         applied.ToString());
-      }
-      ++offset;
-    }
-    image_end_ = batch.last_offset + 1;
-    set_image(delta.build());
-    return;
-  }
   image_end_ = batch.last_offset + 1;
+  if (batch.control) return;
+  absl::StatusOr<metadata::MetadataImage> image =
+      metadata::replay_batch(image_, batch.bytes, batch.base_offset, batch.epoch);
+  // A committed record that does not replay means the log and this code
+  // disagree: this broker would serve a cluster that does not exist.
+  BROOK_ASSERT_MSG(image.ok(), "broker: {}", image.status().ToString());
+  set_image(std::move(*image));
 }
 
 void Broker::handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) {
-  std::vector<metadata::MetadataRecordAndVersion> records;
-  records.reserve(values.size());
-  for (const io::Buffer& value : values) {
-    absl::StatusOr<metadata::MetadataRecordAndVersion> decoded = metadata::decode_metadata_record(value);
-    BROOK_ASSERT_MSG(decoded.ok(), "broker: snapshot {} holds a bad record: {}", raft::snapshot_file_name(id),
-                     decoded.status().ToString());
-    records.push_back(std::move(*decoded));
-  }
-  absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot(
-      records, metadata::MetadataProvenance{.last_offset = id.end_offset - 1, .last_epoch = id.epoch});
+  absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot_values(values, id.end_offset, id.epoch);
   BROOK_ASSERT_MSG(image.ok(), "broker: snapshot {} does not load: {}", raft::snapshot_file_name(id),
                    image.status().ToString());
   image_end_ = id.end_offset;

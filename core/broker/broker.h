@@ -31,7 +31,7 @@
 // read_committed, no incremental sessions: every answer is a full one with
 // session id 0, which clients accept), ListOffsets, OffsetsForLeaderEpoch,
 // InitProducerId (non-transactional), DeleteRecords, DescribeConfigs,
-// DescribeCluster, and CreateTopics, DeleteTopics, CreatePartitions,
+// DescribeCluster, DescribeLogDirs, and CreateTopics, DeleteTopics, CreatePartitions,
 // IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
 // AlterClientQuotas forwarded to the controller.
 //
@@ -73,6 +73,8 @@ struct BrokerConfig {
   std::string listener_name = "PLAINTEXT";
   io::Address advertised{"localhost", 9092};
   std::optional<std::string> rack;  // broker.rack
+  // The data directory as DescribeLogDirs names it (log.dirs).
+  std::string log_dir = "data";
   net::Uuid incarnation_id;
   net::Uuid directory_id;
   // broker.heartbeat.interval.ms
@@ -187,6 +189,7 @@ class Broker final : public raft::RaftListener {
   io::Task<absl::StatusOr<io::BufferChain>> on_delete_records(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_configs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_cluster(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_log_dirs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_create_topics(const net::RequestFrame& frame);
   // Forwards a controller API request as it came and answers with the
   // controller's answer (a timeout answers REQUEST_TIMED_OUT).

@@ -33,6 +33,8 @@
 #include "net/kafka/messages/describe_cluster_request.h"
 #include "net/kafka/messages/describe_cluster_response.h"
 #include "net/kafka/messages/describe_configs_request.h"
+#include "net/kafka/messages/describe_log_dirs_request.h"
+#include "net/kafka/messages/describe_log_dirs_response.h"
 #include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/fetch_response.h"
@@ -76,6 +78,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
+    {net::DescribeLogDirsRequest::kApiKey, 1, 4},
 };
 
 constexpr int64_t kListOffsetsLatest = -1;
@@ -118,6 +121,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_configs(frame);
     case net::DescribeClusterRequest::kApiKey:
       co_return co_await on_describe_cluster(frame);
+    case net::DescribeLogDirsRequest::kApiKey:
+      co_return co_await on_describe_log_dirs(frame);
     case net::CreateTopicsRequest::kApiKey:
       co_return co_await on_create_topics(frame);
     case net::DeleteTopicsRequest::kApiKey:
@@ -725,6 +730,33 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net:
   }
   response.controller_id = response.brokers.empty() ? -1 : response.brokers.front().broker_id;
   if (request.include_cluster_authorized_operations) response.cluster_authorized_operations = kClusterOperationsAll;
+  co_return net::encode_response(response, frame.header);
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_log_dirs(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeLogDirsRequest request, net::decode_body<net::DescribeLogDirsRequest>(frame));
+  // One directory holds every partition. Its capacity is not known here
+  // (total and usable bytes stay -1: unknown).
+  net::DescribeLogDirsResponse response;
+  auto& dir = response.results.emplace_back();
+  dir.log_dir = config_.log_dir;
+  auto wanted = [&](const std::string& topic, int32_t index) {
+    if (!request.topics.has_value()) return true;
+    for (const auto& t : *request.topics) {
+      if (t.topic == topic && std::find(t.partitions.begin(), t.partitions.end(), index) != t.partitions.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& [key, p] : partitions_) {
+    if (!wanted(key.first, key.second)) continue;
+    if (dir.topics.empty() || dir.topics.back().name != key.first) dir.topics.emplace_back().name = key.first;
+    auto& out = dir.topics.back().partitions.emplace_back();
+    out.partition_index = key.second;
+    out.partition_size = static_cast<int64_t>(p->log->size_bytes());
+    out.offset_lag = std::max<int64_t>(0, p->log->high_watermark() - p->log->log_end_offset());
+  }
   co_return net::encode_response(response, frame.header);
 }
 

@@ -36,7 +36,6 @@ namespace {
 using namespace std::chrono_literals;
 using metadata::MetadataRecord;
 
-constexpr size_t kRecordsDecodedMax = 64 << 20;
 // IncrementalAlterConfigs operations.
 constexpr int8_t kOpSet = 0;
 constexpr int8_t kOpDelete = 1;
@@ -113,25 +112,12 @@ QuorumController::QuorumController(io::Context& ctx, raft::RaftNode& raft, Contr
 
 void QuorumController::handle_commit(const raft::CommittedBatch& batch) {
   if (!batch.control) {
-    absl::StatusOr<std::vector<net::Record>> records = net::decode_records(batch.bytes, kRecordsDecodedMax);
-    BROOK_ASSERT_MSG(records.ok(), "controller: committed batch at {} does not decode: {}",
-                     batch.base_offset, records.status().ToString());
-    metadata::MetadataDelta delta(committed_);
-    int64_t offset = batch.base_offset;
-    for (const net::Record& record : *records) {
-      if (record.value.has_value()) {
-        absl::StatusOr<metadata::MetadataRecordAndVersion> decoded =
-            metadata::decode_metadata_record(*record.value);
-        absl::Status applied = decoded.ok() ? delta.apply(decoded->record, offset, batch.epoch)
-                                            : decoded.status();
-        // A committed record that does not replay means the log and this
-        // code disagree: every controller and broker would diverge.
-        BROOK_ASSERT_MSG(applied.ok(), "controller: committed record at {} does not replay: {}",
-                         offset, applied.ToString());
-      }
-      ++offset;
-    }
-    committed_ = delta.build();
+    absl::StatusOr<metadata::MetadataImage> image =
+        metadata::replay_batch(committed_, batch.bytes, batch.base_offset, batch.epoch);
+    // A committed record that does not replay means the log and this code
+    // disagree: every controller and broker would diverge.
+    BROOK_ASSERT_MSG(image.ok(), "controller: {}", image.status().ToString());
+    committed_ = std::move(*image);
   }
   committed_end_ = batch.last_offset + 1;
   bytes_since_snapshot_ += static_cast<int64_t>(batch.bytes.size());
@@ -151,16 +137,7 @@ void QuorumController::handle_commit(const raft::CommittedBatch& batch) {
 }
 
 void QuorumController::handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) {
-  std::vector<metadata::MetadataRecordAndVersion> records;
-  records.reserve(values.size());
-  for (const io::Buffer& value : values) {
-    absl::StatusOr<metadata::MetadataRecordAndVersion> decoded = metadata::decode_metadata_record(value);
-    BROOK_ASSERT_MSG(decoded.ok(), "controller: snapshot {} holds a bad record: {}",
-                     raft::snapshot_file_name(id), decoded.status().ToString());
-    records.push_back(std::move(*decoded));
-  }
-  absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot(
-      records, metadata::MetadataProvenance{.last_offset = id.end_offset - 1, .last_epoch = id.epoch});
+  absl::StatusOr<metadata::MetadataImage> image = metadata::load_snapshot_values(values, id.end_offset, id.epoch);
   BROOK_ASSERT_MSG(image.ok(), "controller: snapshot {} does not load: {}", raft::snapshot_file_name(id),
                    image.status().ToString());
   committed_ = std::move(*image);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "net/kafka/record_batch.h"
+
 #include <algorithm>
 #include <bit>
 #include <iterator>
@@ -1114,6 +1116,43 @@ absl::StatusOr<MetadataImage> load_snapshot(std::span<const MetadataRecord> reco
   }
   delta.set_provenance(provenance);
   return delta.build();
+}
+
+absl::StatusOr<MetadataImage> replay_batch(const MetadataImage& base, const io::Buffer& batch,
+                                           int64_t base_offset, int32_t epoch) {
+  // A metadata batch holds at most a few thousand records; the bound stops
+  // a corrupt count from allocating without limit.
+  constexpr size_t kRecordsDecodedMax = 64 << 20;
+  absl::StatusOr<std::vector<net::Record>> records = net::decode_records(batch, kRecordsDecodedMax);
+  if (!records.ok()) {
+    return absl::DataLossError(
+        fmt::format("metadata batch at {} does not decode: {}", base_offset, records.status().ToString()));
+  }
+  MetadataDelta delta(base);
+  int64_t offset = base_offset;
+  for (const net::Record& record : *records) {
+    if (record.value.has_value()) {
+      absl::StatusOr<MetadataRecordAndVersion> decoded = decode_metadata_record(*record.value);
+      absl::Status applied = decoded.ok() ? delta.apply(decoded->record, offset, epoch) : decoded.status();
+      if (!applied.ok()) {
+        return absl::DataLossError(fmt::format("metadata record at {} does not replay: {}", offset, applied.ToString()));
+      }
+    }
+    ++offset;
+  }
+  return delta.build();
+}
+
+absl::StatusOr<MetadataImage> load_snapshot_values(std::span<const io::Buffer> values, int64_t end_offset,
+                                                   int32_t epoch) {
+  std::vector<MetadataRecordAndVersion> records;
+  records.reserve(values.size());
+  for (const io::Buffer& value : values) {
+    absl::StatusOr<MetadataRecordAndVersion> decoded = decode_metadata_record(value);
+    if (!decoded.ok()) return decoded.status();
+    records.push_back(std::move(*decoded));
+  }
+  return load_snapshot(records, MetadataProvenance{.last_offset = end_offset - 1, .last_epoch = epoch});
 }
 
 }  // namespace brook::metadata

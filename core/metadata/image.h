@@ -59,6 +59,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/metadata/record_serde.h"
+#include "io/buffer.h"
 #include "net/kafka/wire.h"
 
 namespace brook::metadata {
@@ -414,6 +415,19 @@ class MetadataDelta {
 
 // The image a snapshot's records describe: the records replayed into the
 // empty image, at `provenance` (the snapshot's end offset - 1 and epoch).
+// The metadata loader's step (Kafka's MetadataLoader), shared by controllers
+// and brokers: the image after the records of one committed batch of the
+// metadata log (a record batch's bytes, records at base_offset,
+// base_offset + 1, ... written in leader epoch `epoch`). An error names the
+// first record that does not decode or does not replay.
+absl::StatusOr<MetadataImage> replay_batch(const MetadataImage& base, const io::Buffer& batch,
+                                           int64_t base_offset, int32_t epoch);
+
+// The image of a snapshot's record values (each a serialized metadata
+// record), at the snapshot's end offset and epoch.
+absl::StatusOr<MetadataImage> load_snapshot_values(std::span<const io::Buffer> values, int64_t end_offset,
+                                                   int32_t epoch);
+
 absl::StatusOr<MetadataImage> load_snapshot(std::span<const MetadataRecordAndVersion> records,
                                             MetadataProvenance provenance);
 absl::StatusOr<MetadataImage> load_snapshot(std::span<const MetadataRecord> records,

@@ -207,6 +207,47 @@ def confluent_checks(server):
     check("confluent delete_topics", "cf-big" not in admin.list_topics(timeout=10).topics)
 
 
+def describe_log_dirs(server):
+    """DescribeLogDirs v1 for every partition, by hand (none of the Python
+    clients here has it): [(topic, partition, size)]."""
+    import struct
+    client = b"brook-test"
+    body = struct.pack(">hhih", 35, 1, 7, len(client)) + client + struct.pack(">i", -1)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+    pos = 8  # correlation id, throttle time
+    out = []
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from(fmt, data, pos)
+        pos += struct.calcsize(fmt)
+        return v
+
+    def string():
+        nonlocal pos
+        (n,) = take(">h")
+        v = data[pos:pos + n].decode()
+        pos += n
+        return v
+    (dirs,) = take(">i")
+    for _ in range(dirs):
+        take(">h")
+        string()
+        (topics,) = take(">i")
+        for _ in range(topics):
+            name = string()
+            (parts,) = take(">i")
+            for _ in range(parts):
+                index, size, _lag, _future = take(">iqq?")
+                out.append((name, index, size))
+    return out
+
+
 def kafka_python_checks(server):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -228,6 +269,10 @@ def kafka_python_checks(server):
     check("kafka-python consume", got == sorted(f"kp-{i}" for i in range(200)), f"{len(got)}")
     ends = c.end_offsets([TopicPartition("kp-topic", 0), TopicPartition("kp-topic", 1)])
     check("kafka-python end_offsets", sum(ends.values()) == 200, str(ends))
+    entries = describe_log_dirs(server)
+    check("DescribeLogDirs v1 lists the partitions",
+          sorted((n, i) for n, i, size in entries if n == "kp-topic" and size > 0) == [("kp-topic", 0), ("kp-topic", 1)],
+          str(entries)[:300])
     c.close()
     p.close()
     admin.close()
