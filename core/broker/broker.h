@@ -85,12 +85,11 @@ struct BrokerConfig {
   bool auto_create_topics = true;
   int32_t num_partitions = 1;
   int16_t default_replication_factor = 1;
-  // log.* broker defaults every topic starts from.
+  // log.* and message.max.bytes: the broker defaults every topic's log
+  // starts from (topic configs override them).
   storage::LogConfig log_defaults;
   // min.insync.replicas (broker default).
   int32_t min_insync_replicas = 1;
-  // message.max.bytes broker default (max.message.bytes of topics).
-  // Included in log_defaults.max_message_bytes.
 };
 
 // One partition replica on this broker.
