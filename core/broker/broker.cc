@@ -71,7 +71,6 @@ void Broker::handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>&
 void Broker::set_image(metadata::MetadataImage image) {
   image_ = std::move(image);
   image_changed_.set();
-  image_waiters_.notify_all();
 }
 
 bool Broker::serving() const {

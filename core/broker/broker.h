@@ -202,7 +202,6 @@ class Broker final : public raft::RaftListener {
   metadata::MetadataImage image_;
   int64_t image_end_ = 0;  // the metadata log offset replayed up to
   io::Event image_changed_;     // set on every replay; the apply loop resets it
-  io::WaitList image_waiters_;  // woken on every replay
   // Partitions by (topic, index).
   std::map<PartitionKey, std::shared_ptr<Partition>> partitions_;
   io::Mutex apply_mu_;
