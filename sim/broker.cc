@@ -2,6 +2,7 @@
 #include "sim/broker.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -18,6 +19,8 @@
 #include "net/kafka/messages/create_topics_response.h"
 #include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/messages/metadata_request.h"
+#include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/messages/produce_request.h"
 #include "net/kafka/messages/produce_response.h"
 #include "net/kafka/record_batch.h"
@@ -52,6 +55,11 @@ struct BrokerSimConfig {
   // default flush policy, which relies on replicas that this single node
   // does not have). The checkers must find acknowledged records lost.
   bool ack_before_flush = false;
+  // The replication scenario: nodes running broker and controller each,
+  // topics of `replication_factor` replicas and min.insync.replicas.
+  int nodes = 1;
+  int replication_factor = 1;
+  int min_insync = 1;
 
   static BrokerSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -64,9 +72,11 @@ struct BrokerSimConfig {
     return c;
   }
   std::string describe() const {
-    return fmt::format("broker: partitions={} writers={} records-per-batch<={} write-interval<={}\n{}",
-                       partitions, writers, records_per_batch_max, seconds(write_interval_max),
-                       faults.describe());
+    return fmt::format(
+        "broker: nodes={} replication-factor={} min.insync.replicas={} partitions={} writers={} "
+        "records-per-batch<={} write-interval<={}\n{}",
+        nodes, replication_factor, min_insync, partitions, writers, records_per_batch_max,
+        seconds(write_interval_max), faults.describe());
   }
 };
 
@@ -74,8 +84,11 @@ struct Shared {
   explicit Shared(BrokerSimConfig c) : config(std::move(c)), acked(static_cast<size_t>(config.partitions)) {}
 
   BrokerSimConfig config;
-  io::Address broker;
-  io::Address controller;
+  // Per node (node id = index + 1).
+  std::vector<io::Address> brokers;
+  std::vector<io::Address> controllers;
+  // The running brokers (null while a node is down), for the replica check.
+  std::vector<broker::Broker*> running;
   // What acks=all answered: partition -> offset -> value.
   std::vector<std::map<int64_t, std::string>> acked;
   std::vector<std::string> violations;
@@ -87,7 +100,10 @@ struct Shared {
   uint64_t fetches = 0;
   uint64_t fetched_records = 0;
   uint64_t broker_starts = 0;
+  uint64_t leader_lookups = 0;
   bool final_read_done = false;
+  bool replicas_checked = false;
+  uint64_t replica_records_compared = 0;
 
   void violation(std::string what) {
     if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
@@ -123,23 +139,24 @@ absl::Status decode_fetched(const io::Buffer& records, std::vector<std::pair<int
   return absl::OkStatus();
 }
 
-// The node: controller quorum of one, QuorumController and Broker, as
+// A node: a metadata quorum voter, the QuorumController and the Broker, as
 // `brook server` wires them. Returns when the broker stops (a log failed):
 // the fault schedule power-cycles it like a supervisor.
-io::Task<void> broker_node_main(io::Context* ctx, Shared* s) {
+io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   ++s->broker_starts;
+  const int32_t id = index + 1;
   std::vector<std::string> dirs(1);
   absl::StatusOr<core::MetaProperties> meta = co_await core::ensure_formatted(
-      ctx->disk(), std::move(dirs), std::string(kClusterId), 1, true, ctx->random());
+      ctx->disk(), std::move(dirs), std::string(kClusterId), id, true, ctx->random());
   if (!meta.ok()) {
     ctx->log().error("broker-sim: format: {}", meta.status().ToString());
     co_return;
   }
   raft::RaftConfig rc;
-  rc.node_id = 1;
-  rc.voters.emplace(1, s->controller);
+  rc.node_id = id;
+  for (int i = 0; i < s->config.nodes; ++i) rc.voters.emplace(i + 1, s->controllers[static_cast<size_t>(i)]);
   rc.cluster_id = std::string(kClusterId);
-  rc.advertised = s->controller;
+  rc.advertised = s->controllers[static_cast<size_t>(index)];
   rc.election_timeout = 200ms;
   rc.election_backoff_max = 200ms;
   absl::StatusOr<std::unique_ptr<raft::RaftNode>> opened = co_await raft::RaftNode::open(*ctx, rc);
@@ -148,32 +165,48 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s) {
     co_return;
   }
   std::unique_ptr<raft::RaftNode> node = std::move(*opened);
-  absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener = co_await ctx->network().listen(s->controller);
-  absl::StatusOr<std::unique_ptr<io::Listener>> broker_listener = co_await ctx->network().listen(s->broker);
+  absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener =
+      co_await ctx->network().listen(s->controllers[static_cast<size_t>(index)]);
+  absl::StatusOr<std::unique_ptr<io::Listener>> broker_listener =
+      co_await ctx->network().listen(s->brokers[static_cast<size_t>(index)]);
   if (!controller_listener.ok() || !broker_listener.ok()) {
     ctx->log().error("broker-sim: listen failed");
     co_return;
   }
   controller::ControllerConfig cc;
-  cc.node_id = 1;
+  cc.node_id = id;
   cc.cluster_id = std::string(kClusterId);
   cc.broker_session_timeout = 3s;
   cc.num_partitions = s->config.partitions;
+  cc.default_replication_factor = static_cast<int16_t>(s->config.replication_factor);
   controller::QuorumController controller(*ctx, *node, cc);
   node->set_listener(&controller);
   broker::BrokerConfig bc;
-  bc.node_id = 1;
+  bc.node_id = id;
   bc.cluster_id = std::string(kClusterId);
-  bc.advertised = s->broker;
+  bc.advertised = s->brokers[static_cast<size_t>(index)];
   bc.incarnation_id = core::random_uuid(ctx->random());
   bc.heartbeat_interval = 500ms;
   bc.num_partitions = s->config.partitions;
-  // A single replica: an acknowledgement is only as durable as the disk.
+  bc.default_replication_factor = static_cast<int16_t>(s->config.replication_factor);
+  bc.min_insync_replicas = s->config.min_insync;
+  bc.replica_lag_time_max = 3s;
+  bc.replica_fetch_wait_max = 200ms;
+  bc.replica_fetch_backoff = 100ms;
+  // Every replica syncs before it acknowledges (a leader before it answers,
+  // a follower before its next fetch reports the records): crashes lose
+  // unsynced writes here, and acks=all must survive them.
   bc.log_defaults.flush_mode =
       s->config.ack_before_flush ? storage::FlushMode::kBackground : storage::FlushMode::kBeforeAck;
   bc.log_defaults.segment_bytes = 64 << 10;  // many segments, rolls and index files
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
+  s->running[static_cast<size_t>(index)] = &broker;
+  struct Clear {
+    Shared* s;
+    int index;
+    ~Clear() { s->running[static_cast<size_t>(index)] = nullptr; }
+  } clear{s, index};
   io::TaskScope tasks(ctx->executor());
   tasks.spawn(controller.run());
   broker::Broker* b = &broker;
@@ -191,13 +224,59 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s) {
   ctx->log().warn("broker-sim: {} stopped: {}", stopped.index() == 0 ? "broker" : "metadata log", why.ToString());
 }
 
+// The clients' view of the cluster: a connection per node and the leader
+// of every partition, from Metadata answers.
+class Cluster {
+ public:
+  Cluster(io::Context* ctx, Shared* s, std::string name) : ctx_(ctx), s_(s), leaders_(s->config.partitions, -1) {
+    for (size_t i = 0; i < s->brokers.size(); ++i) {
+      peers_.push_back(std::make_unique<net::Peer>(ctx->network(), ctx->clock(), s->brokers[i],
+                                                   fmt::format("{}-{}", name, i)));
+    }
+  }
+  // The connection to the partition's leader (looked up when unknown).
+  io::Task<net::Peer*> leader(int32_t partition) {
+    if (leaders_[static_cast<size_t>(partition)] < 0) co_await refresh();
+    const int32_t l = leaders_[static_cast<size_t>(partition)];
+    if (l < 1 || l > static_cast<int32_t>(peers_.size())) co_return nullptr;
+    co_return peers_[static_cast<size_t>(l - 1)].get();
+  }
+  // After an error: look the leaders up again.
+  void forget() { std::fill(leaders_.begin(), leaders_.end(), -1); }
+  net::Peer& any() { return *peers_[ctx_->random().uniform(peers_.size())]; }
+
+ private:
+  io::Task<void> refresh() {
+    ++s_->leader_lookups;
+    net::MetadataRequest r;
+    auto& t = r.topics.emplace();
+    t.emplace_back().name = std::string(kTopic);
+    r.allow_auto_topic_creation = false;
+    absl::StatusOr<net::MetadataResponse> resp = co_await any().call<net::MetadataResponse>(r, 9, kRpcTimeout);
+    if (!resp.ok()) co_return;
+    for (const auto& topic : resp->topics) {
+      if (topic.error_code != 0) continue;
+      for (const auto& p : topic.partitions) {
+        if (p.partition_index >= 0 && p.partition_index < static_cast<int32_t>(leaders_.size())) {
+          leaders_[static_cast<size_t>(p.partition_index)] = p.error_code == 0 ? p.leader_id : -1;
+        }
+      }
+    }
+  }
+
+  io::Context* ctx_;
+  Shared* s_;
+  std::vector<std::unique_ptr<net::Peer>> peers_;
+  std::vector<int32_t> leaders_;
+};
+
 io::Task<bool> ensure_topic(io::Context* ctx, Shared* s, net::Peer* peer) {
   net::CreateTopicsRequest r;
   r.timeout_ms = 5000;
   net::CreateTopicsRequest::CreatableTopic t;
   t.name = std::string(kTopic);
   t.num_partitions = s->config.partitions;
-  t.replication_factor = 1;
+  t.replication_factor = static_cast<int16_t>(s->config.replication_factor);
   r.topics.push_back(t);
   absl::StatusOr<net::CreateTopicsResponse> resp = co_await peer->call<net::CreateTopicsResponse>(r, 5, kRpcTimeout);
   if (!resp.ok() || resp->topics.size() != 1) co_return false;
@@ -210,9 +289,9 @@ io::Task<bool> ensure_topic(io::Context* ctx, Shared* s, net::Peer* peer) {
 }
 
 io::Task<void> writer(io::Context* ctx, Shared* s, int id) {
-  net::Peer peer(ctx->network(), ctx->clock(), s->broker, fmt::format("writer-{}", id));
+  Cluster cluster(ctx, s, fmt::format("writer-{}", id));
   uint64_t seq = 0;
-  while (!co_await ensure_topic(ctx, s, &peer)) co_await ctx->clock().sleep_for(200ms);
+  while (!co_await ensure_topic(ctx, s, &cluster.any())) co_await ctx->clock().sleep_for(200ms);
   while (true) {
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 1ms, s->config.write_interval_max));
     if (!s->writing) continue;
@@ -235,15 +314,22 @@ io::Task<void> writer(io::Context* ctx, Shared* s, int id) {
     p.records = std::move(*batch);
     t.partition_data.push_back(std::move(p));
     r.topic_data.push_back(std::move(t));
+    net::Peer* peer = co_await cluster.leader(partition);
+    if (peer == nullptr) {
+      cluster.forget();
+      continue;
+    }
     ++s->produce_requests;
-    absl::StatusOr<net::ProduceResponse> resp = co_await peer.call<net::ProduceResponse>(r, 9, kRpcTimeout);
+    absl::StatusOr<net::ProduceResponse> resp = co_await peer->call<net::ProduceResponse>(r, 9, kRpcTimeout);
     if (!resp.ok() || resp->responses.size() != 1 || resp->responses[0].partition_responses.size() != 1) {
       ++s->produce_errors;
+      cluster.forget();
       continue;
     }
     const auto& pr = resp->responses[0].partition_responses[0];
     if (pr.error_code != 0) {
       ++s->produce_errors;
+      cluster.forget();
       continue;
     }
     std::map<int64_t, std::string>& acked = s->acked[static_cast<size_t>(partition)];
@@ -311,7 +397,7 @@ io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_rang
 
 // Reads back acknowledged records while the workload runs.
 io::Task<void> reader(io::Context* ctx, Shared* s) {
-  net::Peer peer(ctx->network(), ctx->clock(), s->broker, "reader");
+  Cluster cluster(ctx, s, "reader");
   while (true) {
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 50ms, 300ms));
     const int32_t partition = static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(s->config.partitions)));
@@ -320,9 +406,17 @@ io::Task<void> reader(io::Context* ctx, Shared* s) {
     auto it = acked.begin();
     std::advance(it, static_cast<long>(ctx->random().uniform(acked.size())));
     const int64_t from = it->first;
+    net::Peer* peer = co_await cluster.leader(partition);
+    if (peer == nullptr) {
+      cluster.forget();
+      continue;
+    }
     absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> got =
-        co_await read_range(s, &peer, partition, from, from + 20);
-    if (!got.ok()) continue;
+        co_await read_range(s, peer, partition, from, from + 20);
+    if (!got.ok()) {
+      cluster.forget();
+      continue;
+    }
     // Only what was acknowledged before the read started is checked.
     for (const auto& [o, v] : *got) {
       auto a = s->acked[static_cast<size_t>(partition)].find(o);
@@ -342,14 +436,20 @@ io::Task<void> client_main(io::Context* ctx, Shared* s) {
 // After the final power loss and restart: every partition read from its
 // start; every acknowledged record must be there, at its offset, unchanged.
 io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
-  net::Peer peer(ctx->network(), ctx->clock(), s->broker, "final-reader");
+  Cluster cluster(ctx, s, "final-reader");
   for (int32_t p = 0; p < s->config.partitions; ++p) {
     const std::map<int64_t, std::string>& acked = s->acked[static_cast<size_t>(p)];
     const int64_t end = acked.empty() ? 0 : acked.rbegin()->first + 1;
     absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> got;
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      got = co_await read_range(s, &peer, p, 0, end);
-      if (got.ok()) break;
+    for (int attempt = 0; attempt < 300; ++attempt) {
+      net::Peer* peer = co_await cluster.leader(p);
+      if (peer != nullptr) {
+        got = co_await read_range(s, peer, p, 0, end);
+        if (got.ok()) break;
+      } else {
+        got = absl::UnavailableError("no leader");
+      }
+      cluster.forget();
       co_await ctx->clock().sleep_for(100ms);
     }
     if (!got.ok()) {
@@ -370,11 +470,112 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
   s->final_read_done = true;
 }
 
+// Reads a replica's records in [from, to) straight from its log.
+io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_log(storage::Log* log, int64_t from,
+                                                                               int64_t to) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  int64_t offset = from;
+  while (offset < to) {
+    absl::StatusOr<storage::ReadResult> read = co_await log->read(offset, 1 << 20, storage::ReadBound::kLogEnd, true);
+    if (!read.ok()) co_return read.status();
+    if (read->error != net::Error::kNone) co_return absl::OutOfRangeError(std::string(net::error_name(net::code(read->error))));
+    std::vector<std::pair<int64_t, std::string>> got;
+    absl::Status decoded = decode_fetched(read->records, &got);
+    if (!decoded.ok()) co_return decoded;
+    const int64_t before = offset;
+    for (auto& [o, v] : got) {
+      if (o < offset || o >= to) continue;
+      out.emplace_back(o, std::move(v));
+      offset = o + 1;
+    }
+    if (offset == before) break;  // compacted away or the end
+  }
+  co_return out;
+}
+
+// After the final read: once the followers have caught up (all of them in
+// the ISR again, at the leader's log end), every replica holds the leader's
+// records at every offset below the leader's high watermark.
+io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
+  auto leader_of = [&](int32_t partition) -> std::shared_ptr<broker::Partition> {
+    for (broker::Broker* b : s->running) {
+      if (b == nullptr) continue;
+      auto it = b->partitions().find({std::string(kTopic), partition});
+      if (it != b->partitions().end() && it->second->is_leader(b->node_id())) return it->second;
+    }
+    return nullptr;
+  };
+  for (int32_t p = 0; p < s->config.partitions; ++p) {
+    // Up to 30 s for the followers to reach the leader's log end.
+    std::shared_ptr<broker::Partition> leader;
+    for (int i = 0; i < 300; ++i) {
+      leader = leader_of(p);
+      // Caught up: every replica back in the ISR (a follower joins only
+      // from a fetch whose last epoch matched the leader's log), all at the
+      // leader's log end.
+      bool caught_up = leader != nullptr && leader->log->high_watermark() == leader->log->log_end_offset() &&
+                       leader->isr.size() == leader->replicas.size();
+      for (broker::Broker* b : s->running) {
+        if (b == nullptr || leader == nullptr) continue;
+        auto it = b->partitions().find({std::string(kTopic), p});
+        if (it == b->partitions().end()) continue;
+        caught_up = caught_up && it->second->log->log_end_offset() == leader->log->log_end_offset();
+      }
+      if (caught_up) break;
+      co_await ctx->clock().sleep_for(100ms);
+    }
+    if (leader == nullptr) {
+      s->violation(fmt::format("partition {} has no leader after the final restart", p));
+      continue;
+    }
+    const int64_t hw = leader->log->high_watermark();
+    for (size_t i = 0; i < s->running.size(); ++i) {
+      broker::Broker* b = s->running[i];
+      if (b == nullptr) continue;
+      auto it = b->partitions().find({std::string(kTopic), p});
+      if (it == b->partitions().end() || it->second == leader) continue;
+      std::shared_ptr<broker::Partition> replica = it->second;
+      const int64_t from = std::max(leader->log->log_start_offset(), replica->log->log_start_offset());
+      const int64_t to = std::min(hw, replica->log->log_end_offset());
+      if (replica->log->log_end_offset() < hw || std::find(leader->isr.begin(), leader->isr.end(), b->node_id()) == leader->isr.end()) {
+        s->violation(fmt::format("partition {}: replica {} ends at {} (leader's high watermark {}, ISR [{}]): "
+                                 "it did not catch up within 30s",
+                                 p, b->node_id(), replica->log->log_end_offset(), hw, fmt::join(leader->isr, ",")));
+        continue;
+      }
+      absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> ours = co_await read_log(leader->log.get(), from, to);
+      absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> theirs =
+          co_await read_log(replica->log.get(), from, to);
+      if (!ours.ok() || !theirs.ok()) {
+        s->violation(fmt::format("partition {}: reading the replicas' logs failed: {} / {}", p,
+                                 ours.status().ToString(), theirs.status().ToString()));
+        continue;
+      }
+      if (*ours != *theirs) {
+        size_t k = 0;
+        while (k < ours->size() && k < theirs->size() && (*ours)[k] == (*theirs)[k]) ++k;
+        s->violation(fmt::format(
+            "partition {}: replica {} disagrees with leader {} below the high watermark {}: at offset {} "
+            "the leader has '{}', the replica '{}'",
+            p, b->node_id(), leader->leader, hw, k < ours->size() ? (*ours)[k].first : (k < theirs->size() ? (*theirs)[k].first : -1),
+            k < ours->size() ? (*ours)[k].second : "(nothing)", k < theirs->size() ? (*theirs)[k].second : "(nothing)"));
+      }
+      s->replica_records_compared += ours->size();
+    }
+  }
+  s->replicas_checked = true;
+}
+
 }  // namespace
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   BrokerSimConfig config = BrokerSimConfig::draw(options.seed);
-  config.ack_before_flush = options.name == "broker-mutant-flush";
+  config.ack_before_flush = options.name == "broker-mutant-flush" || options.name == "replication-mutant-flush";
+  if (options.name.starts_with("replication")) {
+    config.nodes = 3;
+    config.replication_factor = 3;
+    config.min_insync = 2;
+  }
   WorldOptions world_options;
   world_options.scenario = options.name;
   world_options.network = config.faults.network;
@@ -387,12 +588,19 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
                config.describe(), world.buggify().enabled() ? "on" : "off");
   }
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
-  Node& server = world.add_node(config.faults.node_options(node_random));
+  std::vector<Node*> servers;
+  for (int i = 0; i < config.nodes; ++i) {
+    Node& server = world.add_node(config.faults.node_options(node_random));
+    servers.push_back(&server);
+    shared.brokers.push_back(server.address(kBrokerPort));
+    shared.controllers.push_back(server.address(kControllerPort));
+    shared.running.push_back(nullptr);
+  }
   Node& client = world.add_node(config.faults.node_options(node_random));
-  shared.broker = server.address(kBrokerPort);
-  shared.controller = server.address(kControllerPort);
   Shared* s = &shared;
-  server.start([s](io::Context& ctx) { return broker_node_main(&ctx, s); });
+  for (int i = 0; i < config.nodes; ++i) {
+    servers[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return broker_node_main(&ctx, s, i); });
+  }
   client.start([s](io::Context& ctx) { return client_main(&ctx, s); });
   FaultSchedule faults(world, config.faults);
   faults.start();
@@ -405,11 +613,18 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
 
   // Power loss, restart, read everything back.
   faults.finish();
-  server.crash();
+  for (Node* server : servers) server->crash();
   client.crash();
-  server.start([s](io::Context& ctx) { return broker_node_main(&ctx, s); });
+  for (int i = 0; i < config.nodes; ++i) {
+    servers[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return broker_node_main(&ctx, s, i); });
+  }
   client.start([s](io::Context& ctx) { return final_read_main(&ctx, s); });
   world.run_until([&] { return shared.final_read_done; }, 120s);
+  if (config.nodes > 1 && shared.final_read_done) {
+    client.crash();
+    client.start([s](io::Context& ctx) { return replica_check_main(&ctx, s); });
+    world.run_until([&] { return shared.replicas_checked; }, 60s);
+  }
 
   ScenarioResult result;
   result.failures = shared.violations;
@@ -421,16 +636,21 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   if (!shared.final_read_done && result.failures.size() < kFailuresMax) {
     result.failures.push_back("the final read-back did not finish");
   }
+  if (config.nodes > 1 && shared.final_read_done && !shared.replicas_checked &&
+      result.failures.size() < kFailuresMax) {
+    result.failures.push_back("the replica check did not finish");
+  }
   result.passed = result.failures.empty();
   result.trace_hash = world.trace_hash();
   result.events = world.events_run();
   result.simulated = world.elapsed();
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
-      "broker: produce-requests={} errors={} records-acked={} fetches={} records-read={} broker-starts={}; "
+      "broker: produce-requests={} errors={} records-acked={} fetches={} records-read={} broker-starts={} "
+      "leader-lookups={} replica-records-compared={}; "
       "faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
       shared.produce_requests, shared.produce_errors, shared.records_acked, shared.fetches, shared.fetched_records,
-      shared.broker_starts, faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
+      shared.broker_starts, shared.leader_lookups, shared.replica_records_compared, faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
 }

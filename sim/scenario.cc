@@ -16,6 +16,8 @@ std::vector<std::string> scenario_names() {
   return {"demo",
           "broker",
           "broker-mutant-flush",
+          "replication",
+          "replication-mutant-flush",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -29,7 +31,10 @@ std::vector<std::string> scenario_names() {
 
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
-  if (options.name == "broker" || options.name == "broker-mutant-flush") return run_broker(options);
+  if (options.name == "broker" || options.name == "broker-mutant-flush" || options.name == "replication" ||
+      options.name == "replication-mutant-flush") {
+    return run_broker(options);
+  }
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);

@@ -307,8 +307,24 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_as_leader(io::Buffer records,
 }
 
 io::Task<absl::StatusOr<AppendResult>> Log::append_as_follower(io::Buffer records) {
+  absl::StatusOr<AppendResult> result;
+  {
+    auto lock = co_await append_mutex_.lock();
+    result = co_await append_locked(std::move(records), -1, AppendOrigin::kReplication);
+  }
+  if (result.ok() && result->ok() && config_.flush_mode == FlushMode::kBeforeAck) {
+    CO_RETURN_IF_ERROR(co_await flush(result->last_offset + 1));
+  }
+  co_return result;
+}
+
+io::Task<absl::Status> Log::assign_leader_epoch(int32_t epoch) {
   auto lock = co_await append_mutex_.lock();
-  co_return co_await append_locked(std::move(records), -1, AppendOrigin::kReplication);
+  if (offline()) co_return failure_;
+  if (epoch <= epochs_.latest_epoch().value_or(-1)) co_return absl::OkStatus();
+  if (!epochs_.assign(epoch, log_end_offset_)) co_return absl::OkStatus();
+  if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+  co_return absl::OkStatus();
 }
 
 namespace {
@@ -653,7 +669,16 @@ io::Task<absl::Status> Log::truncate_to(int64_t offset) {
 
 io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
   if (offline()) co_return failure_;
-  if (offset >= log_end_offset_) co_return absl::OkStatus();
+  if (offset >= log_end_offset_) {
+    // No records go, but an epoch that starts at the log end without a
+    // record (this replica became leader and appended nothing before it
+    // followed again) conflicts with the leader's log: it goes (Kafka's
+    // truncateTo does the same).
+    if (epochs_.truncate_from_end(log_end_offset_)) {
+      if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
+    }
+    co_return absl::OkStatus();
+  }
   // Lowered first: whatever part of the truncation happens, nothing past
   // the offset counts as durable any more.
   recovery_point_ = std::min(recovery_point_, offset);

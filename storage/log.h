@@ -143,8 +143,15 @@ class Log {
   io::Task<absl::StatusOr<AppendResult>> append_as_leader(io::Buffer records,
                                                           int32_t leader_epoch,
                                                           AppendOrigin origin = AppendOrigin::kClient);
-  // Batches fetched from the leader, offsets as they are.
+  // Batches fetched from the leader, offsets as they are. With
+  // FlushMode::kBeforeAck they are durable before this returns too, so the
+  // follower's next fetch offset never counts an unsynced record.
   io::Task<absl::StatusOr<AppendResult>> append_as_follower(io::Buffer records);
+  // A new leader's epoch starts at the log end (Kafka assigns it when the
+  // replica becomes leader, before any append), so that a follower holding
+  // a newer epoch's records learns where the logs diverge. No-op unless
+  // `epoch` is above the latest one.
+  io::Task<absl::Status> assign_leader_epoch(int32_t epoch);
 
   // Whole batches from the one holding `offset`: at most max_bytes except
   // that the first batch comes whole when min_one_batch. OFFSET_OUT_OF_RANGE
@@ -160,7 +167,8 @@ class Log {
   // is empty).
   io::Task<absl::Status> roll();
   // Removes every record at or after `offset` (replication's divergence
-  // handling). No-op when offset >= LEO.
+  // handling). When offset >= LEO no record goes, but a leader epoch that
+  // starts at the log end (with no record) does.
   io::Task<absl::Status> truncate_to(int64_t offset);
   // Removes everything and restarts the log at `offset`.
   io::Task<absl::Status> truncate_fully_and_start_at(int64_t offset);

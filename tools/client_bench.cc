@@ -10,8 +10,12 @@
 //   brook-client-bench --loopback
 //
 // Options: --messages N (default 500000) --size BYTES (1024) --partitions P
-// (6) --acks 0|1|all (1) --linger-ms MS (1) --batch-bytes B (1048576)
-// --rate-seconds S (10) --topic NAME (a fresh one).
+// (6) --replication-factor R (1) --min-insync N (the topic's
+// min.insync.replicas; the broker's default) --acks 0|1|all (1) --linger-ms
+// MS (1) --batch-bytes B (1048576) --rate-seconds S (10) --topic NAME (a
+// fresh one). --broker-pid may be given once per broker: the peak line
+// prints MB produced per CPU-second of one broker (their mean) and of all
+// of them together.
 //
 // Phases, each printing one line:
 //   peak:     N messages as fast as the producer goes: MB/s and msgs/s
@@ -53,7 +57,9 @@ struct Options {
   std::string bootstrap;
   bool mock = false;
   bool loopback = false;
-  long broker_pid = 0;
+  std::vector<long> broker_pids;
+  int replication_factor = 1;
+  int min_insync = 0;
   long messages = 500000;
   long size = 1024;
   int partitions = 6;
@@ -137,8 +143,15 @@ rd_kafka_t* new_producer(const Options& o, const std::string& bootstrap, Deliver
 
 void create_topic(rd_kafka_t* rk, const Options& o) {
   char err[512];
-  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(o.topic.c_str(), o.partitions, 1, err, sizeof(err));
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(o.topic.c_str(), o.partitions, o.replication_factor, err, sizeof(err));
   if (nt == nullptr) die(err);
+  if (o.min_insync > 0) {
+    const std::string v = std::to_string(o.min_insync);
+    if (rd_kafka_NewTopic_set_config(nt, "min.insync.replicas", v.c_str()) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      die("min.insync.replicas");
+    }
+  }
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
   rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
   rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
@@ -164,6 +177,17 @@ void produce_one(rd_kafka_t* rk, rd_kafka_topic_t* t, std::vector<char>& payload
   }
 }
 
+std::optional<double> cpu_seconds_all(const std::vector<long>& pids) {
+  if (pids.empty()) return std::nullopt;
+  double sum = 0;
+  for (long pid : pids) {
+    std::optional<double> c = cpu_seconds(pid);
+    if (!c) return std::nullopt;
+    sum += *c;
+  }
+  return sum;
+}
+
 int64_t pct(std::vector<int64_t>& v, double q) {
   if (v.empty()) return 0;
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
@@ -178,7 +202,7 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   const double mb = static_cast<double>(o.messages) * static_cast<double>(o.size) / 1e6;
 
   // Peak.
-  const std::optional<double> cpu0 = cpu_seconds(o.broker_pid);
+  const std::optional<double> cpu0 = cpu_seconds_all(o.broker_pids);
   auto t0 = Clock::now();
   for (long i = 0; i < o.messages; ++i) {
     produce_one(rk, t, payload, nullptr);
@@ -186,13 +210,17 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   }
   rd_kafka_flush(rk, 120000);
   const double peak_s = seconds_since(t0);
-  const std::optional<double> cpu1 = cpu_seconds(o.broker_pid);
+  const std::optional<double> cpu1 = cpu_seconds_all(o.broker_pids);
   const double peak_rate = static_cast<double>(o.messages) / peak_s;
-  std::printf("peak: messages=%ld size=%ld partitions=%d acks=%s seconds=%.2f MB/s=%.1f msgs/s=%.0f failed=%ld",
-              o.messages, o.size, o.partitions, o.acks.c_str(), peak_s, mb / peak_s, peak_rate, d.failed.load());
+  std::printf("peak: messages=%ld size=%ld partitions=%d rf=%d acks=%s seconds=%.2f MB/s=%.1f msgs/s=%.0f failed=%ld",
+              o.messages, o.size, o.partitions, o.replication_factor, o.acks.c_str(), peak_s, mb / peak_s, peak_rate, d.failed.load());
   if (cpu0 && cpu1) {
     const double cpu = *cpu1 - *cpu0;
-    std::printf(" broker-cpu-s=%.2f MB-per-broker-cpu-s=%.1f", cpu, cpu > 0 ? mb / cpu : 0.0);
+    // Per broker: the MB produced over one broker's mean CPU seconds; all
+    // brokers: over their sum.
+    const double n = static_cast<double>(o.broker_pids.size());
+    std::printf(" brokers=%zu broker-cpu-s=%.2f MB-per-broker-cpu-s=%.1f MB-per-all-brokers-cpu-s=%.1f",
+                o.broker_pids.size(), cpu, cpu > 0 ? mb / (cpu / n) : 0.0, cpu > 0 ? mb / cpu : 0.0);
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -332,7 +360,11 @@ int main(int argc, char** argv) {
     } else if (a == "--loopback") {
       o.loopback = true;
     } else if (a == "--broker-pid") {
-      o.broker_pid = std::stol(value());
+      o.broker_pids.push_back(std::stol(value()));
+    } else if (a == "--replication-factor") {
+      o.replication_factor = std::stoi(value());
+    } else if (a == "--min-insync") {
+      o.min_insync = std::stoi(value());
     } else if (a == "--messages") {
       o.messages = std::stol(value());
     } else if (a == "--size") {

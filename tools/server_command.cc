@@ -26,7 +26,10 @@
 //   broker.session.timeout.ms, delete.topic.enable,
 //   unclean.leader.election.enable, log.segment.bytes,
 //   log.retention.ms / .minutes / .hours, log.retention.bytes,
-//   message.max.bytes, log.flush.interval.messages, log.flush.interval.ms
+//   message.max.bytes, log.flush.interval.messages, log.flush.interval.ms,
+//   replica.lag.time.max.ms, replica.fetch.max.bytes,
+//   replica.fetch.response.max.bytes, replica.fetch.wait.max.ms,
+//   replica.fetch.backoff.ms
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -291,6 +294,18 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (heartbeat) b.heartbeat_interval = std::chrono::milliseconds(std::max<int64_t>(10, *heartbeat));
   ASSIGN_OR_RETURN(std::optional<int64_t> session, get_int("broker.session.timeout.ms"));
   if (session) k.broker_session_timeout = std::chrono::milliseconds(std::max<int64_t>(100, *session));
+  ASSIGN_OR_RETURN(std::optional<int64_t> lag, get_int("replica.lag.time.max.ms"));
+  if (lag) b.replica_lag_time_max = std::chrono::milliseconds(std::max<int64_t>(100, *lag));
+  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_max, get_int("replica.fetch.max.bytes"));
+  if (fetch_max && *fetch_max > 0) b.replica_fetch_max_bytes = static_cast<int32_t>(std::min<int64_t>(*fetch_max, INT32_MAX));
+  ASSIGN_OR_RETURN(std::optional<int64_t> response_max, get_int("replica.fetch.response.max.bytes"));
+  if (response_max && *response_max > 0) {
+    b.replica_fetch_response_max_bytes = static_cast<int32_t>(std::min<int64_t>(*response_max, INT32_MAX));
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_wait, get_int("replica.fetch.wait.max.ms"));
+  if (fetch_wait) b.replica_fetch_wait_max = std::chrono::milliseconds(std::max<int64_t>(0, *fetch_wait));
+  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_backoff, get_int("replica.fetch.backoff.ms"));
+  if (fetch_backoff) b.replica_fetch_backoff = std::chrono::milliseconds(std::max<int64_t>(0, *fetch_backoff));
   storage::LogConfig& log = b.log_defaults;
   ASSIGN_OR_RETURN(std::optional<int64_t> segment, get_int("log.segment.bytes"));
   if (segment && *segment > 0) log.segment_bytes = static_cast<uint64_t>(*segment);
@@ -310,6 +325,12 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (max_message && *max_message > 0) log.max_message_bytes = static_cast<size_t>(*max_message);
   ASSIGN_OR_RETURN(std::optional<int64_t> flush_messages, get_int("log.flush.interval.messages"));
   if (flush_messages && *flush_messages > 0) log.flush_messages = *flush_messages;
+  // Every message synced: appends sync before they acknowledge, sharing
+  // datasyncs (group commit) rather than one per append.
+  if (log.flush_messages == 1) {
+    log.flush_mode = storage::FlushMode::kBeforeAck;
+    log.flush_messages = storage::kNoLimit;
+  }
   ASSIGN_OR_RETURN(std::optional<int64_t> flush_ms, get_int("log.flush.interval.ms"));
   if (flush_ms && *flush_ms >= 0) log.flush_ms = *flush_ms;
   return c;

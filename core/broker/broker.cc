@@ -33,6 +33,8 @@ std::string partition_dir(const std::string& topic, int32_t index) {
   return fmt::format("{}-{}", topic, index);
 }
 
+bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
 std::optional<int64_t> parse_long(std::string_view text) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -98,7 +100,11 @@ storage::LogConfig Broker::log_config_for(const std::string& topic) const {
   if (auto v = num("segment.jitter.ms"); v && *v >= 0) c.segment_jitter_ms = *v;
   if (auto v = num("segment.index.bytes"); v && *v > 0) c.segment_index_bytes = static_cast<uint64_t>(*v);
   if (auto v = num("index.interval.bytes"); v && *v >= 0) c.index_interval_bytes = static_cast<uint64_t>(*v);
-  if (auto v = num("flush.messages"); v && *v > 0) c.flush_messages = *v;
+  if (auto v = num("flush.messages"); v && *v > 0) {
+    // 1: every message synced before it is acknowledged (group commit).
+    c.flush_messages = *v == 1 ? storage::kNoLimit : *v;
+    c.flush_mode = *v == 1 ? storage::FlushMode::kBeforeAck : storage::FlushMode::kBackground;
+  }
   if (auto v = num("flush.ms"); v && *v >= 0) c.flush_ms = *v;
   if (auto v = num("retention.ms")) c.retention_ms = *v;
   if (auto v = num("retention.bytes")) c.retention_bytes = *v;
@@ -177,23 +183,47 @@ io::Task<absl::Status> Broker::apply_image() {
       }
       const bool becomes_leader = reg.leader == config_.node_id &&
                                   (p->leader != config_.node_id || p->leader_epoch != reg.leader_epoch);
+      const bool new_epoch = p->leader_epoch != reg.leader_epoch || p->leader != reg.leader;
       p->leader = reg.leader;
       p->leader_epoch = reg.leader_epoch;
-      p->partition_epoch = reg.partition_epoch;
+      // An AlterPartition answer may be newer than this image.
+      if (new_epoch || reg.partition_epoch >= p->partition_epoch) {
+        p->partition_epoch = reg.partition_epoch;
+        p->isr = reg.isr;
+      }
       p->replicas = reg.replicas;
-      p->isr = reg.isr;
       p->min_insync_replicas = min_insync_for(topic->name);
       p->log->set_config(log_config_for(topic->name));
       if (becomes_leader) {
-        ctx_->log().info("broker: leader of {}-{} in epoch {} (log end {})", topic->name, index,
-                         reg.leader_epoch, p->log->log_end_offset());
+        ctx_->log().info("broker: leader of {}-{} in epoch {} (log end {}, ISR [{}])", topic->name, index,
+                         reg.leader_epoch, p->log->log_end_offset(), fmt::join(reg.isr, ","));
+        CO_RETURN_IF_ERROR(co_await become_leader(*p));
+      } else if (new_epoch) {
+        p->followers.clear();
+        p->pending_isr.reset();
+        p->fetch_backoff_until = io::Instant{};
+        if (p->is_follower(config_.node_id)) {
+          ctx_->log().info("broker: follower of {}-{} in epoch {} (leader {}, log end {})", topic->name, index,
+                           reg.leader_epoch, reg.leader, p->log->log_end_offset());
+        }
       }
-      if (p->leader == config_.node_id && p->isr.size() == 1 && p->isr[0] == config_.node_id) {
-        // The leader alone is the ISR: everything it holds is committed.
-        p->log->set_high_watermark(p->log->log_end_offset());
+      if (p->is_leader(config_.node_id)) {
+        // Replicas added or removed by a reassignment.
+        for (auto it = p->followers.begin(); it != p->followers.end();) {
+          it = contains(p->replicas, it->first) ? std::next(it) : p->followers.erase(it);
+        }
+        for (int32_t r : p->replicas) {
+          if (r != config_.node_id && !p->followers.contains(r)) {
+            FollowerState f;
+            f.last_caught_up = ctx_->clock().now();
+            p->followers.emplace(r, f);
+          }
+        }
+        maybe_advance_high_watermark(*p);
       }
     }
   }
+  ensure_fetchers();
   appended_.notify_all();
   co_return absl::OkStatus();
 }
@@ -280,9 +310,18 @@ io::Task<bool> Broker::wait_for_topic(std::string topic, bool present, io::Durat
 // --- lifecycle ----------------------------------------------------------------
 
 io::Task<absl::Status> Broker::run() {
+  // Fetchers and ISR changes run in `background`, which outlives neither
+  // this call nor the broker (nor the tasks that spawn into it).
+  io::TaskScope background(co_await io::this_executor());
   io::TaskScope tasks(co_await io::this_executor());
+  background_ = &background;
+  struct Unset {
+    io::TaskScope** slot;
+    ~Unset() { *slot = nullptr; }
+  } unset{&background_};
   tasks.spawn(apply_loop());
   tasks.spawn(lifecycle_loop());
+  tasks.spawn(isr_loop());
   co_await failed_.wait();
   co_return failure_;
 }

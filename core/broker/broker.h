@@ -35,16 +35,29 @@
 // IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
 // AlterClientQuotas forwarded to the controller.
 //
-// Replication between brokers (followers fetching from leaders) is not
-// built yet: a partition's high watermark follows its leader's log end only
-// while the ISR is the leader alone, so replication factor 1 is what this
-// broker serves fully.
+// Replication (replication.cc, Kafka's ReplicaManager and Partition). A
+// follower replica is fetched by one fetcher task per leader broker: Fetch
+// v15 with its replica id and broker epoch, the offset of its log end and
+// the epoch of its last record. The leader answers a follower from its log
+// end (not the high watermark), and tells a follower whose last epoch ends
+// earlier on the leader where the logs diverge (KIP-320's DivergingEpoch);
+// the follower truncates there and fetches again. The leader tracks each
+// follower's log end and when it was last caught up; its high watermark is
+// the least log end over the ISR (and over a replica being added to it:
+// Kafka's "maximal ISR"). A follower that caught up to the high watermark
+// (and into the leader's epoch) is added to the ISR, and one that was not
+// caught up within replica.lag.time.max.ms is removed, both by AlterPartition
+// to the controller, one change in flight per partition. acks=all answers
+// when the high watermark passes the batch, NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// when the ISR meanwhile shrank below min.insync.replicas.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +72,7 @@
 #include "io/task.h"
 #include "io/time.h"
 #include "net/kafka/frame.h"
+#include "net/kafka/messages/fetch_response.h"
 #include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
 #include "storage/log.h"
@@ -90,6 +104,22 @@ struct BrokerConfig {
   storage::LogConfig log_defaults;
   // min.insync.replicas (broker default).
   int32_t min_insync_replicas = 1;
+  // replica.lag.time.max.ms, replica.fetch.max.bytes,
+  // replica.fetch.response.max.bytes, replica.fetch.wait.max.ms,
+  // replica.fetch.backoff.ms
+  io::Duration replica_lag_time_max{std::chrono::milliseconds(30000)};
+  int32_t replica_fetch_max_bytes = 1 << 20;
+  int32_t replica_fetch_response_max_bytes = 10 << 20;
+  io::Duration replica_fetch_wait_max{std::chrono::milliseconds(500)};
+  io::Duration replica_fetch_backoff{std::chrono::milliseconds(1000)};
+};
+
+// What a leader knows of one follower replica.
+struct FollowerState {
+  int64_t log_end_offset = -1;  // unknown until it fetches
+  io::Instant last_caught_up{};
+  io::Instant last_fetch{};
+  int64_t leader_end_at_last_fetch = -1;
 };
 
 // One partition replica on this broker.
@@ -104,6 +134,18 @@ struct Partition {
   std::vector<int32_t> replicas;
   std::vector<int32_t> isr;
   int32_t min_insync_replicas = 1;
+  // As leader: the followers, the ISR change in flight (AlterPartition)
+  // and the log end when this leader epoch began.
+  std::map<int32_t, FollowerState> followers;
+  std::optional<std::vector<int32_t>> pending_isr;
+  int64_t leader_epoch_start_offset = 0;
+  // As follower: the fetcher backs off until then after an error.
+  io::Instant fetch_backoff_until{};
+
+  bool is_leader(int32_t self) const { return leader == self; }
+  bool is_follower(int32_t self) const {
+    return leader != self && std::find(replicas.begin(), replicas.end(), self) != replicas.end();
+  }
 };
 
 class Broker final : public raft::RaftListener {
@@ -160,6 +202,30 @@ class Broker final : public raft::RaftListener {
   // Handlers keep the shared_ptr across their waits: a partition removed
   // meanwhile (its topic deleted) stays alive until they let go.
   std::shared_ptr<Partition> find(const std::string& topic, int32_t index);
+
+  // --- replication (replication.cc) ---
+  // The partition became leader in a new epoch: followers start unknown
+  // (those in the ISR count as caught up now), the epoch starts at the log end.
+  io::Task<absl::Status> become_leader(Partition& p);
+  // Raises the leader's high watermark to the least log end over the
+  // maximal ISR; wakes waiters when it moved.
+  void maybe_advance_high_watermark(Partition& p);
+  // A follower fetched at `fetch_offset` (the leader's log end was
+  // `leader_end` when the fetch was read).
+  void update_follower(const std::shared_ptr<Partition>& p, int32_t replica, int64_t fetch_offset);
+  void maybe_expand_isr(const std::shared_ptr<Partition>& p, int32_t replica);
+  // Every half lag time: followers not caught up within the lag time leave the ISR.
+  io::Task<void> isr_loop();
+  // AlterPartition to the controller; applies the answer.
+  io::Task<void> alter_isr(std::shared_ptr<Partition> p, std::vector<int32_t> new_isr);
+  // Starts a fetcher for every leader this broker follows a partition of.
+  void ensure_fetchers();
+  io::Task<void> fetcher_loop(int32_t leader);
+  // One partition of a fetcher's answer; false when the fetcher should back off.
+  io::Task<bool> apply_fetched(std::shared_ptr<Partition> p, int32_t leader_epoch, int64_t fetch_offset,
+                               net::FetchResponse::PartitionData data);
+  // A broker's address on this broker's listener, if registered.
+  std::optional<io::Address> broker_address(int32_t id) const;
 
   // An I/O error on a partition's log: the broker stops (see run()).
   void log_failed(const absl::Status& status);
@@ -221,6 +287,11 @@ class Broker final : public raft::RaftListener {
   int64_t producer_id_next_ = 0;
   int64_t producer_id_end_ = 0;
   io::Mutex producer_id_mu_;
+
+  // Replica fetchers by leader id, and the scope they (and ISR changes) run in.
+  std::set<int32_t> fetchers_;
+  std::map<int32_t, std::unique_ptr<net::Peer>> broker_peers_;
+  io::TaskScope* background_ = nullptr;
 };
 
 // --- implementation -------------------------------------------------------

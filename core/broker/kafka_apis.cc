@@ -216,8 +216,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
       net::CreateTopicsRequest::CreatableTopic t;
       t.name = name;
       t.num_partitions = config_.num_partitions;
-      // Replication between brokers is not built yet (see on_create_topics).
-      t.replication_factor = 1;
+      t.replication_factor = config_.default_replication_factor;
       create.topics.push_back(std::move(t));
       creating.push_back(name);
     }
@@ -398,15 +397,13 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       }
       out.base_offset = r.first_offset;
       out.log_append_time_ms = r.log_append_time_ms;
-      if (p != nullptr && p->isr.size() == 1 && p->isr[0] == config_.node_id) {
-        p->log->set_high_watermark(p->log->log_end_offset());
-      }
+      if (p != nullptr) maybe_advance_high_watermark(*p);
       if (acks == -1 && p != nullptr) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
     }
   }
   appended_.notify_all();
-  // acks=all: wait for the high watermark (only partitions replicated to
-  // other brokers can lag behind it).
+  // acks=all: wait for the high watermark (the ISR's followers fetching
+  // past the batch).
   for (const Pending& w : pending) {
     while (true) {
       std::shared_ptr<Partition> p = find(w.partition->topic, w.partition->index);
@@ -414,7 +411,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         w.out->error_code = net::code(net::Error::kNotLeaderOrFollower);
         break;
       }
-      if (p->log->high_watermark() >= w.end) break;
+      if (p->log->high_watermark() >= w.end) {
+        // Replicated to the whole ISR, but the ISR shrank below
+        // min.insync.replicas meanwhile (Kafka's check after the append).
+        if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
+          w.out->error_code = net::code(net::Error::kNotEnoughReplicasAfterAppend);
+        }
+        break;
+      }
       if (ctx_->clock().now() >= deadline) {
         w.out->error_code = net::code(net::Error::kRequestTimedOut);
         break;
@@ -433,8 +437,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
   const int16_t version = frame.header.request_api_version;
   CO_ASSIGN_OR_RETURN(net::FetchRequest request, net::decode_body<net::FetchRequest>(frame));
   const bool by_id = version >= 13;
-  const storage::ReadBound bound =
-      request.isolation_level == 1 ? storage::ReadBound::kCommitted : storage::ReadBound::kHighWatermark;
+  // A follower replica (Kafka's replica id, in ReplicaState from v15) reads
+  // up to the log end; consumers up to the high watermark or the LSO.
+  const int32_t replica_id = version >= 15 ? request.replica_state.replica_id : request.replica_id;
+  const bool from_follower = replica_id >= 0;
+  const storage::ReadBound bound = from_follower                 ? storage::ReadBound::kLogEnd
+                                   : request.isolation_level == 1 ? storage::ReadBound::kCommitted
+                                                                  : storage::ReadBound::kHighWatermark;
+  bool first_pass = true;
   const io::Instant deadline = ctx_->clock().now() + std::chrono::milliseconds(std::max(0, request.max_wait_ms));
   const int64_t max_bytes = request.max_bytes <= 0 ? INT32_MAX : request.max_bytes;
   net::FetchResponse response;
@@ -493,6 +503,25 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
                                                            : net::Error::kUnknownLeaderEpoch);
           continue;
         }
+        if (from_follower && !p->followers.contains(replica_id)) {
+          fail(net::Error::kNotLeaderOrFollower);
+          continue;
+        }
+        if (version >= 12 && part.last_fetched_epoch >= 0) {
+          // KIP-320: where the fetcher's last epoch ends here. Ending before
+          // its fetch offset (or an older epoch) means the logs diverge.
+          const storage::EpochEndOffset e = p->log->end_offset_for_epoch(part.last_fetched_epoch);
+          if (e.epoch >= 0 && (e.epoch < part.last_fetched_epoch || e.end_offset < part.fetch_offset)) {
+            out.diverging_epoch.epoch = e.epoch;
+            out.diverging_epoch.end_offset = e.end_offset;
+            out.high_watermark = p->log->high_watermark();
+            out.last_stable_offset = p->log->last_stable_offset();
+            out.log_start_offset = p->log->log_start_offset();
+            errors = true;  // answer now
+            continue;
+          }
+        }
+        if (from_follower && first_pass) update_follower(p, replica_id, part.fetch_offset);
         const int64_t room = std::max<int64_t>(0, max_bytes - bytes);
         const size_t limit = static_cast<size_t>(std::min<int64_t>(room, std::max(0, part.partition_max_bytes)));
         absl::StatusOr<storage::ReadResult> read =
@@ -524,6 +553,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
         out.records = std::move(read->records);
       }
     }
+    first_pass = false;
     if (errors || bytes >= std::max(1, request.min_bytes) || ctx_->clock().now() >= deadline) break;
     auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
     (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
@@ -778,32 +808,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::forward(const net::RequestFram
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_create_topics(const net::RequestFrame& frame) {
   const int16_t version = frame.header.request_api_version;
   CO_ASSIGN_OR_RETURN(net::CreateTopicsRequest request, net::decode_body<net::CreateTopicsRequest>(frame));
-  // Partitions are not replicated between brokers yet: a topic of more
-  // than one replica is refused here, plainly, rather than created with
-  // followers that would never catch up (and acks=all that would time out).
-  std::vector<net::CreateTopicsResponse::CreatableTopicResult> refused;
-  {
-    std::vector<net::CreateTopicsRequest::CreatableTopic> kept;
-    for (auto& t : request.topics) {
-      const int16_t rf = t.replication_factor < 0 ? config_.default_replication_factor : t.replication_factor;
-      bool replicated = t.assignments.empty() && rf > 1;
-      for (const auto& a : t.assignments) replicated = replicated || a.broker_ids.size() > 1;
-      if (!replicated) {
-        kept.push_back(std::move(t));
-        continue;
-      }
-      auto& r = refused.emplace_back();
-      r.name = t.name;
-      r.error_code = net::code(net::Error::kInvalidReplicationFactor);
-      r.error_message = "this cluster does not replicate partitions between brokers yet: use replication factor 1";
-    }
-    request.topics = std::move(kept);
-  }
   const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
-  absl::StatusOr<net::CreateTopicsResponse> response = net::CreateTopicsResponse();
-  if (!request.topics.empty()) {
-    response = co_await call_controller<net::CreateTopicsResponse>(request, version, deadline);
-  }
+  absl::StatusOr<net::CreateTopicsResponse> response =
+      co_await call_controller<net::CreateTopicsResponse>(request, version, deadline);
   if (!response.ok()) {
     net::CreateTopicsResponse timed_out;
     for (const auto& t : request.topics) {
@@ -821,7 +828,6 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_create_topics(const net::Re
       if (t.error_code == 0) (void)co_await wait_for_topic(t.name, true, 2s);
     }
   }
-  for (auto& r : refused) response->topics.push_back(std::move(r));
   co_return net::encode_response(*response, frame.header);
 }
 

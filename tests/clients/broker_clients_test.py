@@ -308,65 +308,135 @@ def restart_checks(server):
 
 
 def cluster_checks(work):
-    """One controller process and two broker processes: partitions of a
-    replication-factor-1 topic spread over both brokers, clients follow the
-    leaders; a replicated topic is refused plainly."""
+    """Three controller processes and three broker processes: a topic of
+    three replicas (min.insync.replicas=2) spreads its leaders over the
+    brokers and fills its ISRs; an idempotent acks=all producer keeps
+    writing while a partition leader is killed (SIGKILL); every acknowledged
+    message is then read back exactly once, and the killed broker, restarted,
+    catches up and rejoins the ISR."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster_id = run([BROOK, "random-uuid"]).decode().strip()
-    cport = free_port()
-    voters = f"controller.quorum.voters=1@127.0.0.1:{cport}"
-    controller = Server(os.path.join(work, "c1"), name="c1", args=[
-        "--cluster-id", cluster_id, "--override", "process.roles=controller", "--override", "node.id=1",
-        "--override", f"listeners=CONTROLLER://127.0.0.1:{cport}", "--override", voters])
-    brokers = []
-    for node in [2, 3]:
+    cports = {node: free_port() for node in [1, 2, 3]}
+    voters = "controller.quorum.voters=" + ",".join(f"{n}@127.0.0.1:{p}" for n, p in cports.items())
+    controllers = []
+    for node, cport in cports.items():
+        c = Server(os.path.join(work, f"c{node}"), name=f"c{node}", args=[
+            "--cluster-id", cluster_id, "--override", "process.roles=controller", "--override", f"node.id={node}",
+            "--override", f"listeners=CONTROLLER://127.0.0.1:{cport}", "--override", voters,
+            "--override", "broker.session.timeout.ms=3000"])
+        c.port = cport
+        controllers.append(c)
+    brokers = {}
+    for node in [4, 5, 6]:
         port = free_port()
         b = Server(os.path.join(work, f"b{node}"), name=f"b{node}", args=[
             "--cluster-id", cluster_id, "--override", "process.roles=broker", "--override", f"node.id={node}",
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", voters])
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", voters,
+            "--override", "replica.lag.time.max.ms=5000"])
         b.port = port
-        brokers.append(b)
-    procs = [controller] + brokers
+        brokers[node] = b
+    procs = controllers + list(brokers.values())
     try:
-        controller.start(wait_port=cport)
-        for b in brokers:
+        for c in controllers:
+            c.start(wait_port=c.port)
+        for b in brokers.values():
             b.start()
-        bootstrap = ",".join(b.bootstrap for b in brokers)
+        bootstrap = ",".join(b.bootstrap for b in brokers.values())
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        # Replicas are placed on unfenced brokers: wait until both serve.
-        deadline = time.time() + 20
-        while set(admin.list_topics(timeout=10).brokers) != {2, 3} and time.time() < deadline:
+        # Replicas are placed on unfenced brokers: wait until all three serve
+        # (and every broker's metadata says so: clients ask any of them).
+        deadline = time.time() + 30
+        seen = set()
+        agreeing = 0
+        while agreeing < 6 and time.time() < deadline:
+            seen = set(admin.list_topics(timeout=10).brokers)
+            agreeing = agreeing + 1 if seen == {4, 5, 6} else 0
             time.sleep(0.1)
-        for f in admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)]).values():
-            f.result(20)
-        md = admin.list_topics(timeout=10)
-        leaders = {p.leader for p in md.topics["spread"].partitions.values()}
-        check("cluster: partitions on both brokers", leaders == {2, 3}, str(leaders))
-        check("cluster: both brokers listed", set(md.brokers) == {2, 3}, str(md.brokers))
-        try:
-            for f in admin.create_topics([NewTopic("replicated", num_partitions=1, replication_factor=2)]).values():
-                f.result(20)
-            check("cluster: replicated topic refused", False, "created")
-        except Exception as e:
-            check("cluster: replicated topic refused", "INVALID_REPLICATION_FACTOR" in str(e), str(e))
-        p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
-        for i in range(600):
-            p.produce("spread", key=str(i).encode(), value=f"s{i}".encode())
-        check("cluster: produce to both leaders", p.flush(30) == 0)
+        check("cluster: three brokers listed", seen == {4, 5, 6}, str(seen))
+        topic = "replicated"
+        for f in admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3,
+                                               config={"min.insync.replicas": "2"})]).values():
+            f.result(30)
+
+        def partitions():
+            return admin.list_topics(topic, timeout=10).topics[topic].partitions
+
+        def wait_full_isr(what):
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                ps = partitions()
+                if len(ps) == 3 and all(sorted(p.isrs) == [4, 5, 6] and p.leader in (4, 5, 6) for p in ps.values()):
+                    break
+                time.sleep(0.2)
+            check(what, len(ps) == 3 and all(sorted(p.isrs) == [4, 5, 6] for p in ps.values()),
+                  str({i: (p.leader, p.isrs) for i, p in ps.items()}))
+
+        wait_full_isr("cluster: every partition has three replicas in its ISR")
+        leaders = {p.leader for p in partitions().values()}
+        check("cluster: leaders spread over the brokers", len(leaders) >= 2, str(leaders))
+
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                      "linger.ms": 2, "message.timeout.ms": 60000})
+        acked = []
+        failed = []
+
+        def cb(err, msg):
+            if err is None:
+                acked.append(msg.value().decode())
+            else:
+                failed.append(str(err))
+        victim = partitions()[0].leader
+        n = 4000
+        for i in range(n):
+            while True:
+                try:
+                    p.produce(topic, key=str(i).encode(), value=f"m{i}".encode(), on_delivery=cb)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            if i % 100 == 0:
+                p.poll(0.01)
+            if i == n // 3:
+                p.flush(30)
+                brokers[victim].stop(signal.SIGKILL)
+        remaining = p.flush(90)
+        check("cluster: every message acknowledged across the leader's death", remaining == 0 and not failed and
+              len(acked) == n, f"{len(acked)} acked, {remaining} in flight, errors {failed[:3]}")
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            ps = partitions()
+            if all(x.leader != victim for x in ps.values()):
+                break
+            time.sleep(0.2)
+        check("cluster: leadership moved off the killed broker", all(x.leader != victim for x in ps.values()),
+              str({i: (x.leader, x.isrs) for i, x in ps.items()}))
+
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "auto.offset.reset": "earliest",
                       "enable.auto.commit": False})
-        c.assign([TopicPartition("spread", i, 0) for i in range(6)])
+        c.assign([TopicPartition(topic, i, 0) for i in range(3)])
         got = []
-        deadline = time.time() + 30
-        while len(got) < 600 and time.time() < deadline:
+        deadline = time.time() + 60
+        while len(got) < len(acked) and time.time() < deadline:
             m = c.poll(1.0)
             if m is not None and not m.error():
                 got.append(m.value().decode())
+        time.sleep(1)
+        while True:
+            m = c.poll(0.5)
+            if m is None:
+                break
+            if not m.error():
+                got.append(m.value().decode())
         c.close()
-        check("cluster: consume from both leaders", sorted(got) == sorted(f"s{i}" for i in range(600)),
-              f"{len(got)}")
+        missing = set(acked) - set(got)
+        check("cluster: no acknowledged message lost", not missing, f"{len(missing)} missing, e.g. {sorted(missing)[:3]}")
+        dups = len(got) - len(set(got))
+        check("cluster: no message written twice (idempotence across failover)", dups == 0, f"{dups} duplicates")
+
+        brokers[victim].start()
+        wait_full_isr("cluster: the restarted broker catches up and rejoins the ISR")
     except BaseException:
         for proc in procs:
             if os.path.exists(proc.log):
