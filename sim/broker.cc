@@ -98,6 +98,8 @@ struct Shared {
   uint64_t produce_errors = 0;
   uint64_t records_acked = 0;
   uint64_t fetches = 0;
+  uint64_t incremental_fetches = 0;
+  uint64_t fetch_session_resets = 0;
   uint64_t fetched_records = 0;
   uint64_t broker_starts = 0;
   uint64_t leader_lookups = 0;
@@ -191,6 +193,8 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   bc.default_replication_factor = static_cast<int16_t>(s->config.replication_factor);
   bc.min_insync_replicas = s->config.min_insync;
   bc.replica_lag_time_max = 3s;
+  // Idle client connections close (and the clients connect again).
+  bc.connections_max_idle = uniform_duration(ctx->random(), 500ms, 10s);
   bc.replica_fetch_wait_max = 200ms;
   bc.replica_fetch_backoff = 100ms;
   // Every replica syncs before it acknowledges (a leader before it answers,
@@ -212,7 +216,8 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   broker::Broker* b = &broker;
   auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br) -> io::Task<void> {
     while (!br->serving()) co_await x->clock().sleep_for(10ms);
-    (void)co_await net::serve(*l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); });
+    (void)co_await net::serve(
+        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, br->serve_options());
   };
   tasks.spawn(serve(ctx, broker_listener->get(), b));
   // Until the broker or the metadata log stops (a failed log): the node
@@ -223,6 +228,13 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   const absl::Status& why = stopped.index() == 0 ? std::get<0>(stopped) : std::get<1>(stopped);
   ctx->log().warn("broker-sim: {} stopped: {}", stopped.index() == 0 ? "broker" : "metadata log", why.ToString());
 }
+
+// A reader's incremental fetch session with one broker (KIP-227).
+struct SessionState {
+  int32_t id = 0;
+  int32_t epoch = 0;  // 0: the next request opens a session
+  int32_t partition = -1;  // the partition the session holds
+};
 
 // The clients' view of the cluster: a connection per node and the leader
 // of every partition, from Metadata answers.
@@ -244,6 +256,8 @@ class Cluster {
   // After an error: look the leaders up again.
   void forget() { std::fill(leaders_.begin(), leaders_.end(), -1); }
   net::Peer& any() { return *peers_[ctx_->random().uniform(peers_.size())]; }
+  // The fetch session with a broker.
+  SessionState& session(net::Peer* peer) { return sessions_[peer]; }
 
  private:
   io::Task<void> refresh() {
@@ -268,6 +282,7 @@ class Cluster {
   Shared* s_;
   std::vector<std::unique_ptr<net::Peer>> peers_;
   std::vector<int32_t> leaders_;
+  std::map<net::Peer*, SessionState> sessions_;
 };
 
 io::Task<bool> ensure_topic(io::Context* ctx, Shared* s, net::Peer* peer) {
@@ -346,17 +361,25 @@ io::Task<void> writer(io::Context* ctx, Shared* s, int id) {
   }
 }
 
-// Reads [from, to) of a partition; offset -> value.
+// Reads [from, to) of a partition; offset -> value. Fetches in the
+// reader's session with that broker: the first request opens it, later ones
+// name only the partition whose offset moved (and forget the one the
+// session held before); a broker that lost the session answers
+// FETCH_SESSION_ID_NOT_FOUND and the reader opens a new one.
 io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_range(Shared* s, net::Peer* peer,
+                                                                                 SessionState* session,
                                                                                  int32_t partition, int64_t from,
                                                                                  int64_t to) {
   std::vector<std::pair<int64_t, std::string>> out;
   int64_t offset = from;
+  int resets = 0;
   while (offset < to) {
     net::FetchRequest r;
     r.max_wait_ms = 50;
     r.min_bytes = 1;
     r.max_bytes = 1 << 20;
+    r.session_id = session->id;
+    r.session_epoch = session->epoch;
     net::FetchRequest::FetchTopic t;
     t.topic = std::string(kTopic);
     net::FetchRequest::FetchPartition p;
@@ -365,17 +388,51 @@ io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_rang
     p.partition_max_bytes = 256 << 10;
     t.partitions.push_back(p);
     r.topics.push_back(std::move(t));
+    if (session->epoch > 0 && session->partition >= 0 && session->partition != partition) {
+      auto& f = r.forgotten_topics_data.emplace_back();
+      f.topic = std::string(kTopic);
+      f.partitions.push_back(session->partition);
+    }
     ++s->fetches;
     absl::StatusOr<net::FetchResponse> resp = co_await peer->call<net::FetchResponse>(r, 11, kRpcTimeout);
-    if (!resp.ok()) co_return resp.status();
-    if (resp->responses.size() != 1 || resp->responses[0].partitions.size() != 1) {
-      co_return absl::DataLossError("malformed fetch answer");
+    if (!resp.ok()) {
+      *session = SessionState{};
+      co_return resp.status();
     }
-    const auto& pd = resp->responses[0].partitions[0];
-    if (pd.error_code != 0) co_return absl::UnavailableError(std::string(net::error_name(pd.error_code)));
+    if (resp->error_code == net::code(net::Error::kFetchSessionIdNotFound) ||
+        resp->error_code == net::code(net::Error::kInvalidFetchSessionEpoch)) {
+      *session = SessionState{};
+      ++s->fetch_session_resets;
+      if (++resets > 3) co_return absl::UnavailableError(std::string(net::error_name(resp->error_code)));
+      continue;
+    }
+    if (resp->error_code != 0) co_return absl::UnavailableError(std::string(net::error_name(resp->error_code)));
+    const bool incremental = session->epoch > 0;
+    if (incremental) ++s->incremental_fetches;
+    if (!incremental && resp->session_id == 0) co_return absl::DataLossError("no session opened");
+    if (incremental && resp->session_id != session->id) co_return absl::DataLossError("another session answered");
+    session->id = resp->session_id;
+    session->epoch = incremental ? session->epoch + 1 : 1;
+    session->partition = partition;
+    const net::FetchResponse::PartitionData* pd = nullptr;
+    for (const auto& topic : resp->responses) {
+      for (const auto& x : topic.partitions) {
+        if (x.partition_index == partition && pd == nullptr) {
+          pd = &x;
+        } else {
+          co_return absl::DataLossError(fmt::format("fetch answered for partition {} too", x.partition_index));
+        }
+      }
+    }
+    if (pd == nullptr) {
+      // Left out of an incremental answer: nothing to read at `offset`.
+      if (!incremental) co_return absl::DataLossError("malformed fetch answer");
+      break;
+    }
+    if (pd->error_code != 0) co_return absl::UnavailableError(std::string(net::error_name(pd->error_code)));
     std::vector<std::pair<int64_t, std::string>> got;
-    if (pd.records.has_value()) {
-      absl::Status decoded = decode_fetched(*pd.records, &got);
+    if (pd->records.has_value()) {
+      absl::Status decoded = decode_fetched(*pd->records, &got);
       if (!decoded.ok()) co_return decoded;
     }
     int64_t next = offset;
@@ -386,7 +443,7 @@ io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_rang
       next = o + 1;
     }
     if (next == offset) {
-      if (pd.high_watermark <= offset) break;  // nothing more committed
+      if (pd->high_watermark <= offset) break;  // nothing more committed
       co_return absl::UnavailableError("no progress");
     }
     offset = next;
@@ -412,7 +469,7 @@ io::Task<void> reader(io::Context* ctx, Shared* s) {
       continue;
     }
     absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> got =
-        co_await read_range(s, peer, partition, from, from + 20);
+        co_await read_range(s, peer, &cluster.session(peer), partition, from, from + 20);
     if (!got.ok()) {
       cluster.forget();
       continue;
@@ -444,7 +501,7 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
     for (int attempt = 0; attempt < 300; ++attempt) {
       net::Peer* peer = co_await cluster.leader(p);
       if (peer != nullptr) {
-        got = co_await read_range(s, peer, p, 0, end);
+        got = co_await read_range(s, peer, &cluster.session(peer), p, 0, end);
         if (got.ok()) break;
       } else {
         got = absl::UnavailableError("no leader");
@@ -646,10 +703,11 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   result.simulated = world.elapsed();
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
-      "broker: produce-requests={} errors={} records-acked={} fetches={} records-read={} broker-starts={} "
-      "leader-lookups={} replica-records-compared={}; "
+      "broker: produce-requests={} errors={} records-acked={} fetches={} (incremental {}, session resets {}) "
+      "records-read={} broker-starts={} leader-lookups={} replica-records-compared={}; "
       "faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
-      shared.produce_requests, shared.produce_errors, shared.records_acked, shared.fetches, shared.fetched_records,
+      shared.produce_requests, shared.produce_errors, shared.records_acked, shared.fetches,
+      shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
       shared.broker_starts, shared.leader_lookups, shared.replica_records_compared, faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;

@@ -306,13 +306,13 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_as_leader(io::Buffer records,
   co_return result;
 }
 
-io::Task<absl::StatusOr<AppendResult>> Log::append_as_follower(io::Buffer records) {
+io::Task<absl::StatusOr<AppendResult>> Log::append_as_follower(io::Buffer records, bool sync) {
   absl::StatusOr<AppendResult> result;
   {
     auto lock = co_await append_mutex_.lock();
     result = co_await append_locked(std::move(records), -1, AppendOrigin::kReplication);
   }
-  if (result.ok() && result->ok() && config_.flush_mode == FlushMode::kBeforeAck) {
+  if (sync && result.ok() && result->ok() && config_.flush_mode == FlushMode::kBeforeAck) {
     CO_RETURN_IF_ERROR(co_await flush(result->last_offset + 1));
   }
   co_return result;

@@ -144,9 +144,10 @@ class Log {
                                                           int32_t leader_epoch,
                                                           AppendOrigin origin = AppendOrigin::kClient);
   // Batches fetched from the leader, offsets as they are. With
-  // FlushMode::kBeforeAck they are durable before this returns too, so the
-  // follower's next fetch offset never counts an unsynced record.
-  io::Task<absl::StatusOr<AppendResult>> append_as_follower(io::Buffer records);
+  // FlushMode::kBeforeAck they are durable before this returns too (unless
+  // `sync` is false: the caller then flushes before it reports them), so
+  // the follower's next fetch offset never counts an unsynced record.
+  io::Task<absl::StatusOr<AppendResult>> append_as_follower(io::Buffer records, bool sync = true);
   // A new leader's epoch starts at the log end (Kafka assigns it when the
   // replica becomes leader, before any append), so that a follower holding
   // a newer epoch's records learns where the logs diverge. No-op unless

@@ -27,6 +27,7 @@
 //   unclean.leader.election.enable, log.segment.bytes,
 //   log.retention.ms / .minutes / .hours, log.retention.bytes,
 //   message.max.bytes, log.flush.interval.messages, log.flush.interval.ms,
+//   connections.max.idle.ms, socket.request.max.bytes,
 //   replica.lag.time.max.ms, replica.fetch.max.bytes,
 //   replica.fetch.response.max.bytes, replica.fetch.wait.max.ms,
 //   replica.fetch.backoff.ms
@@ -294,6 +295,12 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (heartbeat) b.heartbeat_interval = std::chrono::milliseconds(std::max<int64_t>(10, *heartbeat));
   ASSIGN_OR_RETURN(std::optional<int64_t> session, get_int("broker.session.timeout.ms"));
   if (session) k.broker_session_timeout = std::chrono::milliseconds(std::max<int64_t>(100, *session));
+  ASSIGN_OR_RETURN(std::optional<int64_t> idle, get_int("connections.max.idle.ms"));
+  if (idle) b.connections_max_idle = std::chrono::milliseconds(std::max<int64_t>(0, *idle));
+  ASSIGN_OR_RETURN(std::optional<int64_t> request_max, get_int("socket.request.max.bytes"));
+  if (request_max && *request_max > 0) {
+    b.socket_request_max_bytes = static_cast<int32_t>(std::min<int64_t>(*request_max, INT32_MAX));
+  }
   ASSIGN_OR_RETURN(std::optional<int64_t> lag, get_int("replica.lag.time.max.ms"));
   if (lag) b.replica_lag_time_max = std::chrono::milliseconds(std::max<int64_t>(100, *lag));
   ASSIGN_OR_RETURN(std::optional<int64_t> fetch_max, get_int("replica.fetch.max.bytes"));
@@ -504,7 +511,8 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
       while (!b->serving()) co_await ctx->clock().sleep_for(10ms);
       std::printf("brook server: broker %d is serving clients\n", b->node_id());
       std::fflush(stdout);
-      absl::Status s = co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); });
+      absl::Status s =
+          co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, b->serve_options());
       std::fprintf(stderr, "brook server: broker listener stopped: %s\n", s.ToString().c_str());
       *stopped = true;
     };

@@ -28,8 +28,7 @@
 //
 // Client APIs (handle_request): ApiVersions, Metadata (with auto-creation),
 // Produce (acks 0, 1 and all; idempotent producers), Fetch (long polling,
-// read_committed, no incremental sessions: every answer is a full one with
-// session id 0, which clients accept), ListOffsets, OffsetsForLeaderEpoch,
+// read_committed, incremental fetch sessions), ListOffsets, OffsetsForLeaderEpoch,
 // InitProducerId (non-transactional), DeleteRecords, DescribeConfigs,
 // DescribeCluster, DescribeLogDirs, and CreateTopics, DeleteTopics, CreatePartitions,
 // IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
@@ -72,6 +71,7 @@
 #include "io/task.h"
 #include "io/time.h"
 #include "net/kafka/frame.h"
+#include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/fetch_response.h"
 #include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
@@ -112,6 +112,9 @@ struct BrokerConfig {
   int32_t replica_fetch_response_max_bytes = 10 << 20;
   io::Duration replica_fetch_wait_max{std::chrono::milliseconds(500)};
   io::Duration replica_fetch_backoff{std::chrono::milliseconds(1000)};
+  // The client listener: connections.max.idle.ms, socket.request.max.bytes.
+  io::Duration connections_max_idle{std::chrono::milliseconds(600000)};
+  int32_t socket_request_max_bytes = 100 * 1024 * 1024;
 };
 
 // What a leader knows of one follower replica.
@@ -148,6 +151,29 @@ struct Partition {
   }
 };
 
+// An incremental fetch session (KIP-227): the partitions a client fetches
+// and what the last answer told it of each, so that an incremental request
+// names only what changed and an incremental answer only what moved.
+struct FetchSessionPartition {
+  std::string topic;
+  net::Uuid topic_id;
+  net::FetchRequest::FetchPartition fetch;
+  int64_t high_watermark = -1;
+  int64_t last_stable_offset = -1;
+  int64_t log_start_offset = -1;
+};
+
+struct FetchSession {
+  int32_t id = 0;
+  int32_t epoch = 1;  // the epoch the next request must carry
+  bool by_id = false;  // topic ids (Fetch v13+) or names
+  std::vector<FetchSessionPartition> partitions;
+  io::Instant last_used{};
+};
+
+// max.incremental.fetch.session.cache.slots
+inline constexpr size_t kFetchSessionSlots = 1000;
+
 class Broker final : public raft::RaftListener {
  public:
   // `raft` is the node's metadata log replica (a voter in combined mode).
@@ -174,6 +200,15 @@ class Broker final : public raft::RaftListener {
   const metadata::MetadataImage& image() const { return image_; }
   int64_t broker_epoch() const { return broker_epoch_; }
   int32_t node_id() const { return config_.node_id; }
+  const BrokerConfig& config() const { return config_; }
+  // How the client listener serves connections (idle timeout, request size).
+  net::ServeOptions serve_options() const {
+    net::ServeOptions o;
+    o.max_request_bytes = config_.socket_request_max_bytes;
+    o.clock = &ctx_->clock();
+    o.idle_timeout = config_.connections_max_idle;
+    return o;
+  }
   // Registered and unfenced in the replayed image.
   bool serving() const;
   const std::map<std::pair<std::string, int32_t>, std::shared_ptr<Partition>>& partitions() const {
@@ -287,6 +322,11 @@ class Broker final : public raft::RaftListener {
   int64_t producer_id_next_ = 0;
   int64_t producer_id_end_ = 0;
   io::Mutex producer_id_mu_;
+
+  // Incremental fetch sessions by id.
+  std::map<int32_t, FetchSession> fetch_sessions_;
+  // A new session (evicting the least recently used one when full).
+  FetchSession& new_fetch_session(bool by_id);
 
   // Replica fetchers by leader id, and the scope they (and ISR changes) run in.
   std::set<int32_t> fetchers_;

@@ -269,6 +269,22 @@ io::Task<void> Broker::fetcher_loop(int32_t leader) {
         }
       }
     }
+    // Sync before the next fetch reports the new log ends (kBeforeAck),
+    // every partition's log at once.
+    std::vector<io::Task<absl::Status>> syncs;
+    for (const Sent& s : sent) {
+      if (find(s.p->topic, s.p->index) != s.p) continue;  // removed meanwhile (its log is closed)
+      storage::Log& log = *s.p->log;
+      if (log.config().flush_mode == storage::FlushMode::kBeforeAck && log.recovery_point() < log.log_end_offset()) {
+        syncs.push_back(log.flush());
+      }
+    }
+    if (!syncs.empty()) {
+      std::vector<absl::Status> synced = co_await io::when_all(std::move(syncs));
+      for (const absl::Status& st : synced) {
+        if (!st.ok()) log_failed(st);
+      }
+    }
   }
   fetchers_.erase(leader);
   ctx_->log().info("broker: no longer fetching from broker {}", leader);
@@ -322,7 +338,9 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
     co_return true;
   }
   if (data.records.has_value() && data.records->size() > 0) {
-    absl::StatusOr<storage::AppendResult> appended = co_await log.append_as_follower(std::move(*data.records));
+    // Synced by the fetcher, all partitions of the answer at once.
+    absl::StatusOr<storage::AppendResult> appended =
+        co_await log.append_as_follower(std::move(*data.records), /*sync=*/false);
     if (!appended.ok()) {
       log_failed(appended.status());
       co_return false;

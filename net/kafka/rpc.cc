@@ -74,10 +74,19 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange(io::BufferChain frame, int32
 namespace {
 
 io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,
-                                int32_t max_request_bytes) {
-  FrameReader reader(max_request_bytes);
+                                ServeOptions options) {
+  FrameReader reader(options.max_request_bytes);
+  const bool idle_limit = options.clock != nullptr && options.idle_timeout > io::Duration::zero();
   while (true) {
-    absl::StatusOr<io::Buffer> frame = co_await read_frame(*conn, reader);
+    absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
+    if (idle_limit) {
+      std::optional<absl::StatusOr<io::Buffer>> read =
+          co_await io::with_timeout(*options.clock, options.idle_timeout, read_frame(*conn, reader));
+      if (!read.has_value()) break;  // idle too long
+      frame = std::move(*read);
+    } else {
+      frame = co_await read_frame(*conn, reader);
+    }
     if (!frame.ok()) break;
     absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
     if (!parsed.ok()) break;
@@ -91,13 +100,12 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
 
 }  // namespace
 
-io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler,
-                             int32_t max_request_bytes) {
+io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler, ServeOptions options) {
   io::TaskScope connections(co_await io::this_executor());
   while (true) {
     absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await listener.accept();
     if (!conn.ok()) co_return conn.status();
-    connections.spawn(serve_connection(std::move(*conn), &handler, max_request_bytes));
+    connections.spawn(serve_connection(std::move(*conn), &handler, options));
   }
 }
 

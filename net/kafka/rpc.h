@@ -11,7 +11,8 @@
 // connects again.
 //
 // Server side: serve() accepts connections until it is cancelled and
-// answers each connection's requests in order with `handler`. A request the
+// answers each connection's requests in order with `handler`, closing
+// connections idle past ServeOptions::idle_timeout. A request the
 // handler cannot answer (an error status) closes the connection, as Kafka
 // does with requests it cannot parse; an empty answer sends nothing (Produce
 // with acks=0).
@@ -82,10 +83,21 @@ class Peer {
 // Answers one request frame; the response frame (size prefix included).
 using RequestHandler = std::function<io::Task<absl::StatusOr<io::BufferChain>>(RequestFrame)>;
 
+struct ServeOptions {
+  // socket.request.max.bytes: a larger request closes the connection.
+  int32_t max_request_bytes = kDefaultMaxRequestBytes;
+  // connections.max.idle.ms: a connection that sends no request for this
+  // long is closed (0, or no clock: never).
+  const io::Clock* clock = nullptr;
+  io::Duration idle_timeout{0};
+};
+
 // Accepts on `listener` and serves every connection until cancelled (the
 // connections' tasks die with it). Returns when accept fails (the listener
-// closed).
-io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler,
-                             int32_t max_request_bytes = kDefaultMaxRequestBytes);
+// closed). A connection's requests are answered one at a time, in order,
+// and the next request is read only once the answer is written (Kafka's
+// socket server mutes a connection the same way): a client that sends
+// faster than it reads its answers is held back by TCP.
+io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler, ServeOptions options = {});
 
 }  // namespace brook::net

@@ -36,7 +36,8 @@ class Server:
         self.port = free_port()
         self.controller_port = free_port()
         self.args = args if args is not None else [
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"]
+            "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "--override", "connections.max.idle.ms=3000"]
         self.proc = None
         self.log = os.path.join(os.path.dirname(data_dir), f"{name}.log")
 
@@ -307,6 +308,19 @@ def restart_checks(server):
               f"{len(seen)} records")
 
 
+def connection_checks(server):
+    """connections.max.idle.ms (3 s here) closes a silent connection; an
+    oversized request (socket.request.max.bytes, 100 MiB) closes it at once."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        t0 = time.time()
+        closed = s.recv(1) == b""
+        waited = time.time() - t0
+        check("idle connection closed after connections.max.idle.ms", closed and 2.5 < waited < 9, f"{waited:.1f}s")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall((200 * 1024 * 1024).to_bytes(4, "big") + b"\x00\x12\x00\x00")
+        check("oversized request closes the connection", s.recv(1) == b"")
+
+
 def cluster_checks(work):
     """Three controller processes and three broker processes: a topic of
     three replicas (min.insync.replicas=2) spreads its leaders over the
@@ -461,6 +475,7 @@ def main():
         confluent_checks(server)
         kafka_python_checks(server)
         restart_checks(server)
+        connection_checks(server)
         server.stop()
         cluster_checks(work)
         ok = True
