@@ -330,12 +330,15 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
     if (ours.epoch == data.diverging_epoch.epoch && ours.end_offset >= 0) to = std::min(to, ours.end_offset);
     ctx_->log().info("broker: {}-{}: diverging at epoch {} end {}: truncating from {} to {}", p->topic, p->index,
                      data.diverging_epoch.epoch, data.diverging_epoch.end_offset, log.log_end_offset(), to);
+    const int64_t end_before = log.log_end_offset();
+    const int32_t epoch_before = log.leader_epochs().latest_epoch().value_or(-1);
     absl::Status s = co_await log.truncate_to(std::max<int64_t>(to, 0));
     if (!s.ok()) {
       log_failed(s);
       co_return false;
     }
-    co_return true;
+    // Nothing moved: fetching again at once would get the same answer.
+    co_return log.log_end_offset() != end_before || log.leader_epochs().latest_epoch().value_or(-1) != epoch_before;
   }
   if (data.records.has_value() && data.records->size() > 0) {
     // Synced by the fetcher, all partitions of the answer at once.
