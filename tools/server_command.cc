@@ -295,24 +295,25 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (heartbeat) b.heartbeat_interval = std::chrono::milliseconds(std::max<int64_t>(10, *heartbeat));
   ASSIGN_OR_RETURN(std::optional<int64_t> session, get_int("broker.session.timeout.ms"));
   if (session) k.broker_session_timeout = std::chrono::milliseconds(std::max<int64_t>(100, *session));
-  ASSIGN_OR_RETURN(std::optional<int64_t> idle, get_int("connections.max.idle.ms"));
-  if (idle) b.connections_max_idle = std::chrono::milliseconds(std::max<int64_t>(0, *idle));
-  ASSIGN_OR_RETURN(std::optional<int64_t> request_max, get_int("socket.request.max.bytes"));
-  if (request_max && *request_max > 0) {
-    b.socket_request_max_bytes = static_cast<int32_t>(std::min<int64_t>(*request_max, INT32_MAX));
-  }
-  ASSIGN_OR_RETURN(std::optional<int64_t> lag, get_int("replica.lag.time.max.ms"));
-  if (lag) b.replica_lag_time_max = std::chrono::milliseconds(std::max<int64_t>(100, *lag));
-  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_max, get_int("replica.fetch.max.bytes"));
-  if (fetch_max && *fetch_max > 0) b.replica_fetch_max_bytes = static_cast<int32_t>(std::min<int64_t>(*fetch_max, INT32_MAX));
-  ASSIGN_OR_RETURN(std::optional<int64_t> response_max, get_int("replica.fetch.response.max.bytes"));
-  if (response_max && *response_max > 0) {
-    b.replica_fetch_response_max_bytes = static_cast<int32_t>(std::min<int64_t>(*response_max, INT32_MAX));
-  }
-  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_wait, get_int("replica.fetch.wait.max.ms"));
-  if (fetch_wait) b.replica_fetch_wait_max = std::chrono::milliseconds(std::max<int64_t>(0, *fetch_wait));
-  ASSIGN_OR_RETURN(std::optional<int64_t> fetch_backoff, get_int("replica.fetch.backoff.ms"));
-  if (fetch_backoff) b.replica_fetch_backoff = std::chrono::milliseconds(std::max<int64_t>(0, *fetch_backoff));
+  // A duration in milliseconds (at least `min_ms`), and a positive size
+  // clamped to int32.
+  auto get_ms = [&](const std::string& key, int64_t min_ms, io::Duration* out) -> absl::Status {
+    ASSIGN_OR_RETURN(std::optional<int64_t> v, get_int(key));
+    if (v) *out = std::chrono::milliseconds(std::max(min_ms, *v));
+    return absl::OkStatus();
+  };
+  auto get_size = [&](const std::string& key, int32_t* out) -> absl::Status {
+    ASSIGN_OR_RETURN(std::optional<int64_t> v, get_int(key));
+    if (v && *v > 0) *out = static_cast<int32_t>(std::min<int64_t>(*v, INT32_MAX));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(get_ms("connections.max.idle.ms", 0, &b.connections_max_idle));
+  RETURN_IF_ERROR(get_size("socket.request.max.bytes", &b.socket_request_max_bytes));
+  RETURN_IF_ERROR(get_ms("replica.lag.time.max.ms", 100, &b.replica_lag_time_max));
+  RETURN_IF_ERROR(get_size("replica.fetch.max.bytes", &b.replica_fetch_max_bytes));
+  RETURN_IF_ERROR(get_size("replica.fetch.response.max.bytes", &b.replica_fetch_response_max_bytes));
+  RETURN_IF_ERROR(get_ms("replica.fetch.wait.max.ms", 0, &b.replica_fetch_wait_max));
+  RETURN_IF_ERROR(get_ms("replica.fetch.backoff.ms", 0, &b.replica_fetch_backoff));
   storage::LogConfig& log = b.log_defaults;
   ASSIGN_OR_RETURN(std::optional<int64_t> segment, get_int("log.segment.bytes"));
   if (segment && *segment > 0) log.segment_bytes = static_cast<uint64_t>(*segment);

@@ -33,8 +33,6 @@ std::string partition_dir(const std::string& topic, int32_t index) {
   return fmt::format("{}-{}", topic, index);
 }
 
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
 std::optional<int64_t> parse_long(std::string_view text) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);

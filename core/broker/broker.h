@@ -125,6 +125,10 @@ struct FollowerState {
   int64_t leader_end_at_last_fetch = -1;
 };
 
+inline bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
 // One partition replica on this broker.
 struct Partition {
   std::string topic;
@@ -147,7 +151,7 @@ struct Partition {
 
   bool is_leader(int32_t self) const { return leader == self; }
   bool is_follower(int32_t self) const {
-    return leader != self && std::find(replicas.begin(), replicas.end(), self) != replicas.end();
+    return leader != self && contains(replicas, self);
   }
 };
 
@@ -200,7 +204,6 @@ class Broker final : public raft::RaftListener {
   const metadata::MetadataImage& image() const { return image_; }
   int64_t broker_epoch() const { return broker_epoch_; }
   int32_t node_id() const { return config_.node_id; }
-  const BrokerConfig& config() const { return config_; }
   // How the client listener serves connections (idle timeout, request size).
   net::ServeOptions serve_options() const {
     net::ServeOptions o;

@@ -23,8 +23,6 @@ constexpr int16_t kReplicaFetchVersion = 15;
 // The AlterPartition version: the new ISR with broker epochs.
 constexpr int16_t kAlterPartitionVersion = 3;
 
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
 }  // namespace
 
 // --- the leader's side ------------------------------------------------------------
