@@ -2,9 +2,11 @@
 //
 // The "broker" scenario: one `brook server` node (a single-voter metadata
 // quorum, the QuorumController and the Broker, wired as tools/server_command
-// wires them) and a client node whose writers produce batches with acks=all
-// to a topic of 1-4 partitions while a reader fetches acknowledged offsets
-// back. The broker's partitions sync before they acknowledge
+// wires them) and a client node running the project's client library
+// (net/client): 1-3 idempotent producers with acks=all (linger, batch
+// size, codec, in-flight limit and keyed or explicit partitioning drawn per
+// seed) writing to a topic of 1-4 partitions, and a consumer that seeks to
+// acknowledged offsets and reads on, in fetch sessions or without. The broker's partitions sync before they acknowledge
 // (FlushMode::kBeforeAck: with one replica the disk is the only copy), and
 // roll segments often. Faults are drawn per seed (sim/faults.h): crashes
 // with lost unsynced writes and torn tails, disk errors and corrupted reads,
@@ -15,8 +17,8 @@
 //
 // The "replication" scenario runs the same workload against three nodes,
 // each a metadata quorum voter, controller and broker, with a topic of
-// three replicas and min.insync.replicas=2: writers find partition leaders
-// through Metadata and follow them across failovers. Every replica syncs
+// three replicas and min.insync.replicas=2: the clients find partition
+// leaders through Metadata and follow them across failovers. Every replica syncs
 // before it acknowledges (a follower before its next fetch reports the
 // records), so acks=all must survive any crash, correlated ones included.
 // After the final power loss and read-back, once the followers caught up,
@@ -29,16 +31,45 @@
 // - a record read back at an acknowledged offset is the acknowledged one
 //   (during the run and after the final restart);
 // - no acknowledged record is lost after the final power loss;
-// - fetches return offsets in order, without going backwards;
+// - a consumer's offsets only grow, and no read falls out of range;
+// - no value appears twice in a partition (idempotent retries);
 // - liveness: after the heal a produce is acknowledged;
 // - replication: replicas agree on every offset below the high watermark,
 //   and every follower catches up with its leader.
 #pragma once
 
+#include <functional>
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "io/context.h"
+#include "io/network.h"
+#include "io/task.h"
 #include "sim/scenario.h"
 
+namespace brook::broker {
+class Broker;
+}  // namespace brook::broker
+
 namespace brook::sim {
+
+// One `brook server` node in the simulator, as tools/server_command wires
+// it: a metadata quorum voter, the QuorumController and the Broker, every
+// partition syncing before it acknowledges. Node ids are index + 1; the
+// voters are all of `controllers`. Returns when the broker or the metadata
+// log stops (a failed disk).
+struct ServerNodeOptions {
+  int index = 0;
+  std::vector<io::Address> brokers;      // every node's client listener
+  std::vector<io::Address> controllers;  // every node's controller listener
+  int partitions = 1;                    // num.partitions
+  int replication_factor = 1;            // default.replication.factor
+  int min_insync = 1;                    // min.insync.replicas
+  bool ack_before_flush = false;         // the mutants' flush policy
+  // Called with the broker once it runs, and with nullptr when it stops.
+  std::function<void(broker::Broker*)> on_broker;
+};
+io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions options);
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options);
 

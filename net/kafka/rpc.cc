@@ -71,6 +71,30 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange(io::BufferChain frame, int32
   co_return std::move(*result);
 }
 
+io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration timeout) {
+  std::unique_ptr<io::Connection> conn;
+  if (!idle_.empty()) {
+    conn = std::move(idle_.back());
+    idle_.pop_back();
+  }
+  auto write = [](io::Network* network, const io::Address* address, std::unique_ptr<io::Connection>* slot,
+                  io::BufferChain bytes) -> io::Task<absl::Status> {
+    if (*slot == nullptr) {
+      absl::StatusOr<std::unique_ptr<io::Connection>> c = co_await network->connect(*address);
+      if (!c.ok()) co_return c.status();
+      *slot = std::move(*c);
+    }
+    co_return co_await (*slot)->write_all(std::move(bytes));
+  };
+  auto result = co_await io::with_timeout(*clock_, timeout, write(network_, &address_, &conn, std::move(frame)));
+  if (!result.has_value()) {
+    co_return absl::DeadlineExceededError(fmt::format("writing to {} took over {} ms", address_.to_string(),
+                                                      std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
+  }
+  if (result->ok() && conn != nullptr && idle_.size() < kIdleConnectionsMax) idle_.push_back(std::move(conn));
+  co_return *result;
+}
+
 namespace {
 
 io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,

@@ -61,6 +61,16 @@ class Peer {
     co_return decode_response<Resp>(*bytes, version);
   }
 
+  // Sends `request` at `version` without waiting for an answer (Produce with
+  // acks=0, which the broker does not answer): OK once it is written.
+  template <Message Req>
+  io::Task<absl::Status> send(const Req& request, int16_t version, io::Duration timeout) {
+    const int32_t correlation_id = next_correlation_id_++;
+    absl::StatusOr<io::BufferChain> frame = encode_request(request, version, correlation_id, client_id_);
+    if (!frame.ok()) co_return frame.status();
+    co_return co_await write_only(std::move(*frame), timeout);
+  }
+
   // Drops the idle connections (e.g. when the peer is known to have moved).
   void reset() { idle_.clear(); }
   const io::Address& address() const { return address_; }
@@ -68,6 +78,7 @@ class Peer {
  private:
   io::Task<absl::StatusOr<io::Buffer>> exchange(io::BufferChain frame, int32_t correlation_id,
                                                 io::Duration timeout);
+  io::Task<absl::Status> write_only(io::BufferChain frame, io::Duration timeout);
   io::Task<absl::StatusOr<io::Buffer>> exchange_on(std::unique_ptr<io::Connection>* slot,
                                                    io::BufferChain frame, int32_t correlation_id);
 

@@ -1,0 +1,97 @@
+// net/client/admin.h
+//
+// Admin operations on a Cluster, as Kafka's Admin client offers them:
+// topics (create, delete, add partitions, describe), configs (describe,
+// incremental alter), offsets (list by time, delete records). Requests that
+// the controller decides go to any broker, which forwards them; a
+// retriable answer (NOT_CONTROLLER, a broker going away) is retried until
+// the request timeout. Per-item outcomes come back per item.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/task.h"
+#include "net/client/cluster.h"
+
+namespace brook::client {
+
+struct NewTopic {
+  std::string name;
+  int32_t partitions = -1;           // -1: the broker's num.partitions
+  int16_t replication_factor = -1;  // -1: default.replication.factor
+  std::map<std::string, std::string> configs;
+};
+
+struct CreatedTopic {
+  absl::Status status;
+  int32_t partitions = -1;
+  int16_t replication_factor = -1;
+};
+
+// Kafka's ConfigResource.Type ids.
+enum class ResourceType : int8_t { kTopic = 2, kBroker = 4 };
+
+struct ConfigEntry {
+  std::string name;
+  std::optional<std::string> value;
+  bool read_only = false;
+  bool is_default = false;
+  bool is_sensitive = false;
+  int8_t source = -1;
+};
+
+// IncrementalAlterConfigs operations.
+enum class AlterOp : int8_t { kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3 };
+struct AlterConfig {
+  std::string name;
+  AlterOp op = AlterOp::kSet;
+  std::optional<std::string> value;
+};
+
+enum class IsolationLevel : int8_t { kReadUncommitted = 0, kReadCommitted = 1 };
+
+// ListOffsets targets besides a timestamp.
+inline constexpr int64_t kLatestOffset = -1;
+inline constexpr int64_t kEarliestOffset = -2;
+inline constexpr int64_t kMaxTimestamp = -3;
+
+struct ListedOffset {
+  int64_t offset = -1;
+  int64_t timestamp_ms = -1;
+  int32_t leader_epoch = -1;
+};
+
+io::Task<absl::StatusOr<std::map<std::string, CreatedTopic>>> create_topics(Cluster& cluster,
+                                                                            std::vector<NewTopic> topics,
+                                                                            bool validate_only = false);
+io::Task<absl::StatusOr<std::map<std::string, absl::Status>>> delete_topics(Cluster& cluster,
+                                                                           std::vector<std::string> names);
+// Grows each named topic to the given partition count.
+io::Task<absl::StatusOr<std::map<std::string, absl::Status>>> create_partitions(
+    Cluster& cluster, std::map<std::string, int32_t> counts);
+// The named topics (all topics when empty), fresh from a broker; internal
+// topics only when listed by name.
+io::Task<absl::StatusOr<std::vector<TopicInfo>>> describe_topics(Cluster& cluster, std::vector<std::string> names);
+io::Task<absl::StatusOr<std::vector<ConfigEntry>>> describe_configs(Cluster& cluster, ResourceType type,
+                                                                    std::string name);
+io::Task<absl::Status> incremental_alter_configs(Cluster& cluster, ResourceType type, std::string name,
+                                                 std::vector<AlterConfig> ops);
+// ListOffsets to each partition's leader: `target` is a timestamp or one of
+// kLatestOffset, kEarliestOffset, kMaxTimestamp. Retries stale leaders
+// until the request timeout.
+io::Task<std::map<TopicPartition, absl::StatusOr<ListedOffset>>> list_offsets(
+    Cluster& cluster, std::vector<TopicPartition> partitions, int64_t target,
+    IsolationLevel isolation = IsolationLevel::kReadUncommitted);
+// DeleteRecords: each partition's log start moves up to the offset (-1:
+// the high watermark). The new low watermark per partition.
+io::Task<std::map<TopicPartition, absl::StatusOr<int64_t>>> delete_records(Cluster& cluster,
+                                                                           std::map<TopicPartition, int64_t> offsets);
+
+}  // namespace brook::client

@@ -1,0 +1,395 @@
+// net/client/client_test.cc
+//
+// The client library against a `brook server` node in the simulator (one
+// broker+controller node, a client node, no faults): what a record goes in
+// as comes out, keys land where the Java client puts them, offsets reset as
+// auto.offset.reset says, and the admin calls do what they say. The broker
+// and replication scenarios (sim/broker.cc) run the same code under faults.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "absl/strings/match.h"
+#include "net/client/admin.h"
+#include "net/client/consumer.h"
+#include "net/client/producer.h"
+#include "sim/broker.h"
+#include "sim/world.h"
+
+namespace brook::client {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::span<const std::byte> bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
+std::string text(const std::optional<io::Buffer>& b) { return b.has_value() ? std::string(b->view()) : "<null>"; }
+
+// The values Kafka's Java client computes (its Utils.murmur2 tests).
+TEST(Murmur2Test, MatchesKafka) {
+  EXPECT_EQ(murmur2(bytes("21")), -973932308);
+  EXPECT_EQ(murmur2(bytes("foobar")), -790332482);
+  EXPECT_EQ(murmur2(bytes("a-little-bit-long-string")), -985981536);
+  EXPECT_EQ(murmur2(bytes("a-little-bit-longer-string")), -1486304829);
+  EXPECT_EQ(murmur2(bytes("lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8")), -58897971);
+  EXPECT_EQ(murmur2(bytes("abc")), 479470107);
+  EXPECT_EQ(murmur2(bytes("1")), -1993445489);
+  EXPECT_EQ(murmur2(bytes("12")), 126087238);
+  EXPECT_EQ(murmur2(bytes("123")), -267702483);
+  EXPECT_EQ(murmur2(bytes("1234")), -1614185708);
+}
+
+TEST(Murmur2Test, PartitionForKeyIsPositiveModulo) {
+  // murmur2("foobar") is negative: the sign bit is masked off first.
+  const int32_t h = -790332482;
+  EXPECT_EQ(partition_for_key(bytes("foobar"), 7), (h & 0x7fffffff) % 7);
+  for (int n = 1; n < 20; ++n) {
+    const int32_t p = partition_for_key(bytes("a-little-bit-long-string"), n);
+    EXPECT_GE(p, 0);
+    EXPECT_LT(p, n);
+  }
+}
+
+// One server node and a client node; run() drives a client coroutine to
+// its end in simulated time.
+class ClientTest : public ::testing::Test {
+ protected:
+  using Body = std::function<io::Task<void>(io::Context&)>;
+
+  ClientTest() : world_(7) {
+    sim::Node& server = world_.add_node();
+    broker_ = server.address(9092);
+    controller_ = server.address(9093);
+    sim::ServerNodeOptions o;
+    o.brokers = {broker_};
+    o.controllers = {controller_};
+    o.partitions = 3;
+    server.start([o](io::Context& ctx) { return sim::server_node_main(&ctx, o); });
+  }
+
+  ClientOptions options() const {
+    ClientOptions o;
+    o.bootstrap = {broker_};
+    o.request_timeout = 5s;
+    return o;
+  }
+
+  void run(Body body) {
+    bool done = false;
+    sim::Node& client = world_.add_node();
+    client.start([&body, &done](io::Context& ctx) { return drive(&ctx, &body, &done); });
+    ASSERT_TRUE(world_.run_until([&] { return done; }, 300s)) << "the client did not finish";
+  }
+
+  // Creates `name`, retrying while the node starts.
+  static io::Task<void> create(Cluster& cluster, std::string name, int32_t partitions) {
+    while (true) {
+      NewTopic t;
+      t.name = name;
+      t.partitions = partitions;
+      std::vector<NewTopic> topics{t};
+      absl::StatusOr<std::map<std::string, CreatedTopic>> r = co_await create_topics(cluster, topics);
+      if (r.ok() && (*r)[name].status.ok()) co_return;
+      co_await cluster.context().clock().sleep_for(200ms);
+    }
+  }
+
+  // Polls until `n` records came or 20 s passed.
+  static io::Task<std::vector<ConsumerRecord>> read(Consumer& consumer, size_t n) {
+    std::vector<ConsumerRecord> out;
+    const io::Instant deadline = consumer.cluster().context().clock().now() + 20s;
+    while (out.size() < n && consumer.cluster().context().clock().now() < deadline) {
+      absl::StatusOr<std::vector<ConsumerRecord>> got = co_await consumer.poll(500ms);
+      EXPECT_TRUE(got.ok()) << got.status();
+      if (!got.ok()) break;
+      for (ConsumerRecord& r : *got) out.push_back(std::move(r));
+    }
+    co_return out;
+  }
+
+ private:
+  static io::Task<void> drive(io::Context* ctx, Body* body, bool* done) {
+    co_await (*body)(*ctx);
+    *done = true;
+  }
+
+  sim::World world_;
+  io::Address broker_;
+  io::Address controller_;
+};
+
+TEST_F(ClientTest, EveryCodecKeysHeadersTimestampsRoundTrip) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    ProducerConfig pc;
+    pc.client = options();
+    pc.linger = 2ms;
+    Producer producer(ctx, pc);
+    co_await create(producer.cluster(), "rt", 3);
+    const codec::Compression codecs[] = {codec::Compression::kNone, codec::Compression::kGzip,
+                                         codec::Compression::kSnappy, codec::Compression::kLz4,
+                                         codec::Compression::kZstd};
+    std::map<std::pair<int32_t, int64_t>, int> where;  // (partition, offset) -> record number
+    int failures = 0;
+    int n = 0;
+    for (codec::Compression c : codecs) {
+      ProducerConfig cc = pc;
+      cc.compression = c;
+      Producer p(ctx, cc);
+      for (int i = 0; i < 100; ++i, ++n) {
+        ProducerRecord r;
+        r.topic = "rt";
+        r.key = io::Buffer::copy_of(fmt::format("key-{}", n % 17));
+        r.value = io::Buffer::copy_of(fmt::format("value-{}-{}", n, codec::compression_name(c)));
+        r.headers.push_back(net::RecordHeader{"h", io::Buffer::copy_of(fmt::format("{}", n))});
+        r.timestamp_ms = 1'600'000'000'000 + n;
+        const int number = n;
+        DeliveryCallback done = [&where, &failures, number](const absl::StatusOr<RecordMetadata>& md) {
+          if (!md.ok()) {
+            ++failures;
+            return;
+          }
+          where[{md->partition, md->offset}] = number;
+        };
+        (void)co_await p.send(std::move(r), std::move(done));
+      }
+      co_await p.flush();
+      EXPECT_EQ(p.pending(), 0u);
+    }
+    EXPECT_EQ(failures, 0);
+    EXPECT_EQ(where.size(), 500u);
+
+    ConsumerConfig ccfg;
+    ccfg.client = options();
+    ccfg.auto_offset_reset = OffsetReset::kEarliest;
+    Consumer consumer(ctx, ccfg);
+    consumer.assign({TopicPartition("rt", 0), TopicPartition("rt", 1), TopicPartition("rt", 2)});
+    std::vector<ConsumerRecord> got = co_await read(consumer, 500);
+    EXPECT_EQ(got.size(), 500u);
+    std::map<int32_t, int64_t> last;
+    for (const ConsumerRecord& r : got) {
+      auto it = where.find({r.partition, r.offset});
+      EXPECT_NE(it, where.end()) << r.partition << "/" << r.offset;
+      if (it == where.end()) continue;
+      const int k = it->second;
+      const std::string key = fmt::format("key-{}", k % 17);
+      EXPECT_EQ(text(r.key), key);
+      EXPECT_TRUE(absl::StartsWith(text(r.value), fmt::format("value-{}-", k)));
+      EXPECT_EQ(r.timestamp_ms, 1'600'000'000'000 + k);
+      EXPECT_EQ(r.headers.size(), 1u);
+      if (r.headers.size() == 1) {
+        EXPECT_EQ(text(r.headers[0].value), fmt::format("{}", k));
+      }
+      EXPECT_EQ(r.partition, partition_for_key(bytes(key), 3));
+      if (last.contains(r.partition)) {
+        EXPECT_GT(r.offset, last[r.partition]);
+      }
+      last[r.partition] = r.offset;
+    }
+    for (int32_t p = 0; p < 3; ++p) {
+      EXPECT_EQ(consumer.position(TopicPartition("rt", p)), consumer.end_offset_seen(TopicPartition("rt", p)));
+    }
+  });
+}
+
+TEST_F(ClientTest, AcksZeroAndOneAndUnkeyedStickyBatches) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    Cluster admin(ctx, options());
+    co_await create(admin, "acks", 3);
+    const std::array<int16_t, 2> levels{0, 1};
+    for (int16_t acks : levels) {
+      ProducerConfig pc;
+      pc.client = options();
+      pc.acks = acks;
+      pc.linger = 20ms;
+      Producer p(ctx, pc);
+      std::vector<RecordMetadata> mds;
+      for (int i = 0; i < 50; ++i) {
+        ProducerRecord r;
+        r.topic = "acks";
+        r.value = io::Buffer::copy_of(fmt::format("a{}-{}", acks, i));
+        DeliveryCallback done = [&mds](const absl::StatusOr<RecordMetadata>& md) {
+          EXPECT_TRUE(md.ok()) << md.status();
+          if (md.ok()) mds.push_back(*md);
+        };
+        (void)co_await p.send(std::move(r), std::move(done));
+      }
+      co_await p.flush();
+      EXPECT_EQ(mds.size(), 50u);
+      std::set<int32_t> partitions;
+      for (const RecordMetadata& md : mds) {
+        partitions.insert(md.partition);
+        if (acks == 0) {
+          EXPECT_EQ(md.offset, -1);
+        }
+        if (acks == 1) {
+          EXPECT_GE(md.offset, 0);
+        }
+      }
+      // Records sent within one linger go to one sticky partition.
+      EXPECT_EQ(partitions.size(), 1u);
+    }
+    std::vector<TopicPartition> tps{TopicPartition("acks", 0), TopicPartition("acks", 1), TopicPartition("acks", 2)};
+    std::map<TopicPartition, absl::StatusOr<ListedOffset>> ends = co_await list_offsets(admin, tps, kLatestOffset);
+    int64_t total = 0;
+    for (const auto& [tp, lo] : ends) {
+      EXPECT_TRUE(lo.ok()) << lo.status();
+      if (lo.ok()) total += lo->offset;
+    }
+    EXPECT_EQ(total, 100);
+  });
+}
+
+TEST_F(ClientTest, OffsetResetAndDeleteRecords) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    ProducerConfig pc;
+    pc.client = options();
+    Producer producer(ctx, pc);
+    co_await create(producer.cluster(), "reset", 1);
+    for (int i = 0; i < 10; ++i) {
+      ProducerRecord r;
+      r.topic = "reset";
+      r.partition = 0;
+      r.value = io::Buffer::copy_of(fmt::format("r{}", i));
+      absl::StatusOr<RecordMetadata> md = co_await producer.produce(std::move(r));
+      EXPECT_TRUE(md.ok() && md->offset == i) << md.status();
+    }
+    const TopicPartition tp("reset", 0);
+    std::map<TopicPartition, int64_t> to{{tp, 5}};
+    std::map<TopicPartition, absl::StatusOr<int64_t>> deleted = co_await delete_records(producer.cluster(), to);
+    EXPECT_TRUE(deleted.at(tp).ok() && *deleted.at(tp) == 5) << deleted.at(tp).status();
+    std::vector<TopicPartition> tps{tp};
+    std::map<TopicPartition, absl::StatusOr<ListedOffset>> earliest =
+        co_await list_offsets(producer.cluster(), tps, kEarliestOffset);
+    EXPECT_TRUE(earliest.at(tp).ok() && earliest.at(tp)->offset == 5) << earliest.at(tp).status();
+
+    // Below the log start: earliest resets to it.
+    ConsumerConfig cc;
+    cc.client = options();
+    cc.auto_offset_reset = OffsetReset::kEarliest;
+    Consumer consumer(ctx, cc);
+    consumer.assign({tp});
+    consumer.seek(tp, 0);
+    std::vector<ConsumerRecord> got = co_await read(consumer, 5);
+    EXPECT_EQ(got.size(), 5u);
+    if (!got.empty()) {
+      EXPECT_EQ(got[0].offset, 5);
+    }
+    EXPECT_EQ(consumer.position(tp), 10);
+
+    // auto.offset.reset=none: the poll fails and names the partition.
+    cc.auto_offset_reset = OffsetReset::kNone;
+    Consumer strict(ctx, cc);
+    strict.assign({tp});
+    strict.seek(tp, 2);
+    absl::StatusOr<std::vector<ConsumerRecord>> r = co_await strict.poll(2s);
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "OFFSET_OUT_OF_RANGE")) << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "reset-0")) << r.status();
+
+    // seek_to_end: nothing until something new is written.
+    strict.seek_to_end({tp});
+    absl::StatusOr<std::vector<ConsumerRecord>> none = co_await strict.poll(300ms);
+    EXPECT_TRUE(none.ok() && none->empty());
+    EXPECT_EQ(strict.position(tp), 10);
+  });
+}
+
+TEST_F(ClientTest, AdminTopicsAndConfigs) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    Cluster cluster(ctx, options());
+    co_await create(cluster, "adm", 2);
+    NewTopic again;
+    again.name = "adm";
+    std::vector<NewTopic> dup{again};
+    absl::StatusOr<std::map<std::string, CreatedTopic>> r = co_await create_topics(cluster, dup);
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) {
+      EXPECT_TRUE(absl::StrContains((*r)["adm"].status.message(), "TOPIC_ALREADY_EXISTS"));
+    }
+
+    NewTopic bad;
+    bad.name = "bad";
+    bad.configs["retention.ms"] = "not-a-number";
+    std::vector<NewTopic> bads{bad};
+    r = co_await create_topics(cluster, bads);
+    EXPECT_TRUE(r.ok() && !(*r)["bad"].status.ok());
+
+    std::map<std::string, int32_t> grow{{"adm", 4}};
+    absl::StatusOr<std::map<std::string, absl::Status>> grown = co_await create_partitions(cluster, grow);
+    EXPECT_TRUE(grown.ok() && (*grown)["adm"].ok());
+    std::vector<std::string> names{"adm"};
+    absl::StatusOr<std::vector<TopicInfo>> described = co_await describe_topics(cluster, names);
+    EXPECT_TRUE(described.ok() && described->size() == 1 && (*described)[0].partitions.size() == 4);
+    if (described.ok() && !described->empty()) {
+      for (const PartitionInfo& p : (*described)[0].partitions) EXPECT_EQ(p.leader, 1);
+    }
+
+    std::vector<AlterConfig> ops{AlterConfig{"retention.ms", AlterOp::kSet, "3600000"}};
+    absl::Status altered = co_await incremental_alter_configs(cluster, ResourceType::kTopic, "adm", ops);
+    EXPECT_TRUE(altered.ok()) << altered;
+    absl::StatusOr<std::vector<ConfigEntry>> configs = co_await describe_configs(cluster, ResourceType::kTopic, "adm");
+    EXPECT_TRUE(configs.ok()) << configs.status();
+    bool found = false;
+    if (configs.ok()) {
+      for (const ConfigEntry& e : *configs) {
+        if (e.name == "retention.ms") {
+          found = true;
+          EXPECT_EQ(e.value, "3600000");
+          EXPECT_FALSE(e.is_default);
+        }
+      }
+    }
+    EXPECT_TRUE(found);
+
+    std::vector<std::string> gone{"adm", "missing"};
+    absl::StatusOr<std::map<std::string, absl::Status>> deleted = co_await delete_topics(cluster, gone);
+    EXPECT_TRUE(deleted.ok());
+    if (deleted.ok()) {
+      EXPECT_TRUE((*deleted)["adm"].ok()) << (*deleted)["adm"];
+      EXPECT_TRUE(absl::StrContains((*deleted)["missing"].message(), "UNKNOWN_TOPIC_OR_PARTITION"));
+    }
+    std::vector<std::string> all;
+    absl::StatusOr<std::vector<TopicInfo>> listed = co_await describe_topics(cluster, all);
+    EXPECT_TRUE(listed.ok());
+    if (listed.ok()) {
+      for (const TopicInfo& t : *listed) EXPECT_NE(t.name, "adm");
+    }
+  });
+}
+
+TEST_F(ClientTest, SendFailsFastForBadRecords) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    ProducerConfig pc;
+    pc.client = options();
+    pc.client.allow_auto_create_topics = false;
+    pc.max_request_size = 1000;
+    pc.max_block = 2s;
+    Producer producer(ctx, pc);
+    co_await create(producer.cluster(), "small", 1);
+    ProducerRecord big;
+    big.topic = "small";
+    big.value = io::Buffer::copy_of(std::string(2000, 'x'));
+    absl::StatusOr<RecordMetadata> r = co_await producer.produce(std::move(big));
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "MESSAGE_TOO_LARGE")) << r.status();
+    ProducerRecord wrong;
+    wrong.topic = "small";
+    wrong.partition = 3;
+    r = co_await producer.produce(std::move(wrong));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    ProducerRecord unknown;
+    unknown.topic = "no-such-topic";
+    r = co_await producer.produce(std::move(unknown));
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(producer.stats().records_failed, 3u);
+  });
+}
+
+}  // namespace
+}  // namespace brook::client
