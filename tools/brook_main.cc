@@ -18,6 +18,10 @@ void usage() {
                "  server      run a Kafka node: broker and controller (localhost:9092 by default)\n"
                "  controller  run one KRaft controller quorum replica\n"
                "  metadata-quorum  describe a KRaft quorum; add or remove controllers\n"
+               "  topics      create, list, describe, alter and delete topics\n"
+               "  produce     send lines of standard input as records\n"
+               "  consume     print the records of a topic\n"
+               "  perf        producer and consumer throughput and latency (perf produce|consume)\n"
                "  format      write meta.properties into a data directory\n"
                "  random-uuid print a new cluster id\n");
 }
@@ -37,6 +41,10 @@ int main(int argc, char** argv) {
   if (command == "controller") return brook::tools::controller_main(args);
   if (command == "format") return brook::tools::format_main(args);
   if (command == "metadata-quorum") return brook::tools::metadata_quorum_main(args);
+  if (command == "topics") return brook::tools::topics_main(args);
+  if (command == "produce") return brook::tools::produce_main(args);
+  if (command == "consume") return brook::tools::consume_main(args);
+  if (command == "perf") return brook::tools::perf_main(args);
   if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();

@@ -23,6 +23,14 @@ int controller_main(Args args);
 int metadata_quorum_main(Args args);
 // brook format --cluster-id ID --node-id N --data-dir D [--ignore-formatted]
 int format_main(Args args);
+// brook topics --bootstrap-server H:P --list|--describe|--create|--delete|--alter ...
+int topics_main(Args args);
+// brook produce --bootstrap-server H:P --topic T ... (lines of standard input)
+int produce_main(Args args);
+// brook consume --bootstrap-server H:P --topic T ...
+int consume_main(Args args);
+// brook perf produce|consume --bootstrap-server H:P --topic T ...
+int perf_main(Args args);
 // brook random-uuid (a new cluster id)
 int random_uuid_main(Args args);
 

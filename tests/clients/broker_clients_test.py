@@ -279,6 +279,69 @@ def kafka_python_checks(server):
     admin.close()
 
 
+def brook_tools_checks(server):
+    """The `brook` client tools (topics, produce, consume, perf) against the
+    same server, cross-checked with kcat."""
+    b = server.bootstrap
+
+    def brook(*args, input=None):
+        return run([BROOK, *args], input=input).decode()
+
+    out = brook("topics", "--bootstrap-server", b, "--create", "--topic", "bt", "--partitions", "3",
+                "--config", "retention.ms=3600000")
+    check("brook topics --create", out.strip() == "Created topic bt.", out)
+    check("brook topics --list", "bt" in brook("topics", "--bootstrap-server", b, "--list").split())
+    r = subprocess.run([BROOK, "topics", "--bootstrap-server", b, "--create", "--topic", "bt"], capture_output=True)
+    check("brook topics --create refuses an existing topic", r.returncode == 1 and b"TOPIC_ALREADY_EXISTS" in r.stderr,
+          r.stderr.decode())
+    brook("topics", "--bootstrap-server", b, "--create", "--topic", "bt", "--if-not-exists")
+    brook("topics", "--bootstrap-server", b, "--alter", "--topic", "bt", "--partitions", "4",
+          "--config", "retention.ms=7200000")
+    out = brook("topics", "--bootstrap-server", b, "--describe", "--topic", "bt")
+    lines = out.splitlines()
+    check("brook topics --describe", lines[0].startswith("Topic: bt\tTopicId: ") and "PartitionCount: 4" in lines[0]
+          and "retention.ms=7200000" in lines[0] and len(lines) == 5 and "Leader: 1\tReplicas: 1\tIsr: 1" in lines[1],
+          out)
+    # Keys partition as the Java client's murmur2 does (librdkafka's murmur2_random).
+    keyed = "".join(f"k{i}:v{i}\n" for i in range(200)).encode()
+    brook("produce", "--bootstrap-server", b, "--topic", "bt", "--property", "parse.key=true",
+          "--property", "key.separator=:", input=keyed)
+    run(["kcat", "-b", b, "-P", "-t", "bt", "-K:", "-X", "partitioner=murmur2_random"], input=keyed)
+    out = run(["kcat", "-b", b, "-C", "-t", "bt", "-e", "-q", "-f", "%k %p\n"]).decode()
+    where = {}
+    for line in out.splitlines():
+        k, part = line.split()
+        where.setdefault(k, set()).add(part)
+    check("brook produce partitions keys like librdkafka's murmur2", len(where) == 200 and
+          all(len(v) == 1 for v in where.values()), str(list(where.items())[:5]))
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
+        topic = f"bt-{codec}"
+        lines = "".join(f"line {i} {codec}\n" for i in range(300)).encode()
+        brook("produce", "--bootstrap-server", b, "--topic", topic, "--compression-codec", codec,
+              "--request-required-acks", "all", input=lines)
+        got = run(["kcat", "-b", b, "-C", "-t", topic, "-e", "-q"]).decode().splitlines()
+        check(f"brook produce {codec}, kcat reads it", sorted(got) == sorted(lines.decode().splitlines()),
+              f"{len(got)} lines")
+        got = brook("consume", "--bootstrap-server", b, "--topic", topic, "--from-beginning",
+                    "--max-messages", "300").splitlines()
+        check(f"brook consume {codec}", sorted(got) == sorted(lines.decode().splitlines()), f"{len(got)} lines")
+    run(["kcat", "-b", b, "-P", "-t", "bt-one", "-p", "0", "-K:"], input=b"a:1\nb:2\nc:3\n")
+    out = brook("consume", "--bootstrap-server", b, "--topic", "bt-one", "--partition", "0", "--offset", "1",
+                "--max-messages", "2", "--property", "print.key=true", "--property", "print.offset=true",
+                "--property", "key.separator=|")
+    check("brook consume --offset with keys and offsets", out == "Offset:1|b|2\nOffset:2|c|3\n", out)
+    out = brook("consume", "--bootstrap-server", b, "--topic", "bt-one", "--timeout-ms", "500")
+    check("brook consume starts at the end without --from-beginning", out == "", out)
+    out = brook("perf", "produce", "--bootstrap-server", b, "--topic", "bt-perf", "--num-records", "20000",
+                "--record-size", "512", "--throughput", "-1", "--producer-props", "acks=1", "linger.ms=1")
+    check("brook perf produce", "20000 records sent" in out and "99.9th" in out, out)
+    out = brook("perf", "consume", "--bootstrap-server", b, "--topic", "bt-perf", "--messages", "20000")
+    fields = out.splitlines()[-1].split(", ")
+    check("brook perf consume", len(fields) == 6 and fields[4] == "20000", out)
+    brook("topics", "--bootstrap-server", b, "--delete", "--topic", "bt")
+    check("brook topics --delete", "bt" not in brook("topics", "--bootstrap-server", b, "--list").split())
+
+
 def restart_checks(server):
     """Acknowledged data survives a graceful restart and a SIGKILL."""
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -451,6 +514,14 @@ def cluster_checks(work):
 
         brokers[victim].start()
         wait_full_isr("cluster: the restarted broker catches up and rejoins the ISR")
+
+        lines = "".join(f"tool-{i}\n" for i in range(500)).encode()
+        run([BROOK, "produce", "--bootstrap-server", bootstrap, "--topic", topic], input=lines)
+        out = run([BROOK, "consume", "--bootstrap-server", bootstrap, "--topic", topic, "--from-beginning",
+                   "--max-messages", str(n + 500)]).decode().splitlines()
+        check("cluster: brook produce (idempotent, acks=all) and brook consume read every message once",
+              len(out) == n + 500 and len(set(out)) == n + 500 and sum(x.startswith("tool-") for x in out) == 500,
+              f"{len(out)} read")
     except BaseException:
         for proc in procs:
             if os.path.exists(proc.log):
@@ -474,6 +545,7 @@ def main():
         kcat_checks(server)
         confluent_checks(server)
         kafka_python_checks(server)
+        brook_tools_checks(server)
         restart_checks(server)
         connection_checks(server)
         server.stop()

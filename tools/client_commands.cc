@@ -1,0 +1,805 @@
+// tools/client_commands.cc
+//
+// The client tools, after Kafka's shell tools, on the client library
+// (net/client):
+//
+//   brook topics --bootstrap-server H:P --list | --describe [--topic T]
+//         | --create --topic T [--partitions N] [--replication-factor R] [--config K=V]... [--if-not-exists]
+//         | --delete --topic T [--if-exists]
+//         | --alter --topic T [--partitions N] [--config K=V]... [--delete-config K]...
+//   brook produce --bootstrap-server H:P --topic T [--partition P] [--property parse.key=true]
+//         [--property key.separator=SEP] [--producer-property K=V]... [--request-required-acks A]
+//         [--compression-codec C]
+//   brook consume --bootstrap-server H:P --topic T [--partition P] [--from-beginning]
+//         [--offset N|earliest|latest] [--max-messages N] [--timeout-ms MS]
+//         [--property print.key|print.offset|print.partition|print.timestamp=true]
+//         [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]
+//   brook perf produce --bootstrap-server H:P --topic T --num-records N --record-size S
+//         [--throughput RECORDS_PER_S] [--producer-props K=V ...]
+//   brook perf consume --bootstrap-server H:P --topic T --messages N [--timeout-ms MS]
+//         [--consumer-props K=V ...]
+//
+// produce reads one record per line of standard input and exits once every
+// record has its outcome: 0 when all were acknowledged. consume prints one
+// record per line (the value; key, offset, partition and timestamp first
+// when asked) and exits after --max-messages, or after --timeout-ms without
+// a record; "Processed a total of N messages" goes to standard error.
+// Without a consumer group it reads every partition of the topic (or the
+// one --partition names) from the end, or from the start with
+// --from-beginning. The perf tools print what Kafka's perf-test tools print.
+//
+// Exit codes: 0 success, 1 a failure the cluster reported, 2 bad usage.
+// Tools are not logic code: they read standard input and the real clock.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <functional>
+#include <initializer_list>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "io/when.h"
+#include "net/client/admin.h"
+#include "net/client/consumer.h"
+#include "net/client/producer.h"
+#include "net/kafka/errors.h"
+#include "tools/client_tool.h"
+#include "tools/commands.h"
+
+namespace brook::tools {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<int64_t> parse_number(std::string_view text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+void fail_usage(std::string_view tool, std::string_view why, std::string_view usage) {
+  std::fprintf(stderr, "brook %.*s: %.*s\nusage: %.*s\n", static_cast<int>(tool.size()), tool.data(),
+               static_cast<int>(why.size()), why.data(), static_cast<int>(usage.size()), usage.data());
+}
+
+// Walks `args` as options: a name in `flags` stands alone, any other takes
+// the next argument as its value. `on(name, value)` handles each (value
+// empty for flags); the first error stops the walk.
+absl::Status walk_options(Args args, std::initializer_list<std::string_view> flags,
+                          const std::function<absl::Status(std::string_view, std::string_view)>& on) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view name = args[i];
+    std::string_view value;
+    if (std::find(flags.begin(), flags.end(), name) == flags.end()) {
+      if (i + 1 >= args.size()) return absl::InvalidArgumentError(fmt::format("{} needs a value", name));
+      value = args[++i];
+    }
+    if (absl::Status s = on(name, value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status bad_option(std::string_view name, std::string_view value) {
+  return absl::InvalidArgumentError(fmt::format("bad argument {} {}", name, value));
+}
+
+// The options every client tool takes: --bootstrap-server, --topic,
+// --partition. Sets *handled when `name` is one of them.
+struct CommonArgs {
+  client::ClientOptions* client;
+  std::string* topic;
+  std::optional<int32_t>* partition;  // null: no --partition
+  bool have_bootstrap = false;
+
+  absl::Status take(std::string_view name, std::string_view value, bool* handled) {
+    *handled = true;
+    if (name == "--bootstrap-server") {
+      have_bootstrap = true;
+      return parse_bootstrap(value, client);
+    }
+    if (name == "--topic") {
+      *topic = std::string(value);
+      return absl::OkStatus();
+    }
+    if (name == "--partition" && partition != nullptr) {
+      if (parse_number(value).value_or(-1) < 0 || *parse_number(value) > INT32_MAX) return bad_option(name, value);
+      *partition = static_cast<int32_t>(*parse_number(value));
+      return absl::OkStatus();
+    }
+    *handled = false;
+    return absl::OkStatus();
+  }
+};
+
+// ---------------------------------------------------------------------------
+// brook topics
+
+constexpr std::string_view kTopicsUsage =
+    "brook topics --bootstrap-server H:P --list | --describe [--topic T]\n"
+    "       | --create --topic T [--partitions N] [--replication-factor R] [--config K=V]... [--if-not-exists]\n"
+    "       | --delete --topic T [--if-exists]\n"
+    "       | --alter --topic T [--partitions N] [--config K=V]... [--delete-config K]...";
+
+struct TopicsArgs {
+  client::ClientOptions client;
+  std::string action;
+  std::string topic;
+  int32_t partitions = -1;
+  int16_t replication_factor = -1;
+  std::map<std::string, std::string> configs;
+  std::vector<std::string> delete_configs;
+  bool if_not_exists = false;
+  bool if_exists = false;
+};
+
+std::string join_ids(const std::vector<int32_t>& ids) { return absl::StrJoin(ids, ","); }
+
+io::Task<int> topics_run(io::Context& ctx, const TopicsArgs* a) {
+  client::Cluster cluster(ctx, a->client);
+  if (a->action == "list") {
+    std::vector<std::string> all;
+    absl::StatusOr<std::vector<client::TopicInfo>> topics = co_await client::describe_topics(cluster, all);
+    if (!topics.ok()) {
+      std::fprintf(stderr, "brook topics: %s\n", topics.status().ToString().c_str());
+      co_return 1;
+    }
+    for (const client::TopicInfo& t : *topics) std::printf("%s\n", t.name.c_str());
+    co_return 0;
+  }
+  if (a->action == "create") {
+    client::NewTopic t;
+    t.name = a->topic;
+    t.partitions = a->partitions;
+    t.replication_factor = a->replication_factor;
+    t.configs = a->configs;
+    std::vector<client::NewTopic> topics{t};
+    absl::StatusOr<std::map<std::string, client::CreatedTopic>> r = co_await client::create_topics(cluster, topics);
+    absl::Status s = r.ok() ? (*r)[a->topic].status : r.status();
+    if (!s.ok() && a->if_not_exists && absl::StrContains(s.message(), "TOPIC_ALREADY_EXISTS")) co_return 0;
+    if (!s.ok()) {
+      std::fprintf(stderr, "Error while executing topic command: %s\n", s.ToString().c_str());
+      co_return 1;
+    }
+    std::printf("Created topic %s.\n", a->topic.c_str());
+    co_return 0;
+  }
+  if (a->action == "delete") {
+    std::vector<std::string> names{a->topic};
+    absl::StatusOr<std::map<std::string, absl::Status>> r = co_await client::delete_topics(cluster, names);
+    absl::Status s = r.ok() ? (*r)[a->topic] : r.status();
+    if (!s.ok() && a->if_exists && absl::StrContains(s.message(), "UNKNOWN_TOPIC_OR_PARTITION")) co_return 0;
+    if (!s.ok()) {
+      std::fprintf(stderr, "Error while executing topic command: %s\n", s.ToString().c_str());
+      co_return 1;
+    }
+    co_return 0;
+  }
+  if (a->action == "alter") {
+    if (a->partitions > 0) {
+      std::map<std::string, int32_t> counts{{a->topic, a->partitions}};
+      absl::StatusOr<std::map<std::string, absl::Status>> r = co_await client::create_partitions(cluster, counts);
+      absl::Status s = r.ok() ? (*r)[a->topic] : r.status();
+      if (!s.ok()) {
+        std::fprintf(stderr, "Error while executing topic command: %s\n", s.ToString().c_str());
+        co_return 1;
+      }
+    }
+    if (!a->configs.empty() || !a->delete_configs.empty()) {
+      std::vector<client::AlterConfig> ops;
+      for (const auto& [k, v] : a->configs) ops.push_back(client::AlterConfig{k, client::AlterOp::kSet, v});
+      for (const std::string& k : a->delete_configs) {
+        ops.push_back(client::AlterConfig{k, client::AlterOp::kDelete, std::nullopt});
+      }
+      absl::Status s = co_await client::incremental_alter_configs(cluster, client::ResourceType::kTopic, a->topic, ops);
+      if (!s.ok()) {
+        std::fprintf(stderr, "Error while executing topic command: %s\n", s.ToString().c_str());
+        co_return 1;
+      }
+    }
+    co_return 0;
+  }
+  // describe
+  std::vector<std::string> names;
+  if (!a->topic.empty()) names.push_back(a->topic);
+  absl::StatusOr<std::vector<client::TopicInfo>> topics = co_await client::describe_topics(cluster, names);
+  if (!topics.ok()) {
+    std::fprintf(stderr, "brook topics: %s\n", topics.status().ToString().c_str());
+    co_return 1;
+  }
+  int code = 0;
+  for (const client::TopicInfo& t : *topics) {
+    if (t.error_code != 0) {
+      std::fprintf(stderr, "Error while executing topic command: topic '%s': %s\n", t.name.c_str(),
+                   client::error_text(t.error_code).c_str());
+      code = 1;
+      continue;
+    }
+    std::vector<std::string> configs;
+    absl::StatusOr<std::vector<client::ConfigEntry>> entries =
+        co_await client::describe_configs(cluster, client::ResourceType::kTopic, t.name);
+    if (entries.ok()) {
+      for (const client::ConfigEntry& e : *entries) {
+        // Kafka's describe shows the topic's own settings.
+        if (e.source == 1) configs.push_back(fmt::format("{}={}", e.name, e.value.value_or("")));
+      }
+    }
+    const size_t rf = t.partitions.empty() ? 0 : t.partitions[0].replicas.size();
+    std::printf("Topic: %s\tTopicId: %s\tPartitionCount: %zu\tReplicationFactor: %zu\tConfigs: %s\n", t.name.c_str(),
+                t.id.to_string().c_str(), t.partitions.size(), rf, absl::StrJoin(configs, ",").c_str());
+    for (const client::PartitionInfo& p : t.partitions) {
+      std::printf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n", t.name.c_str(), p.partition,
+                  p.leader >= 0 ? std::to_string(p.leader).c_str() : "none", join_ids(p.replicas).c_str(),
+                  join_ids(p.isr).c_str());
+    }
+  }
+  co_return code;
+}
+
+}  // namespace
+
+int topics_main(Args args) {
+  TopicsArgs a;
+  CommonArgs common{&a.client, &a.topic, nullptr};
+  absl::Status parsed = walk_options(
+      args, {"--list", "--describe", "--create", "--delete", "--alter", "--if-not-exists", "--if-exists"},
+      [&](std::string_view name, std::string_view value) -> absl::Status {
+        bool handled = false;
+        if (absl::Status s = common.take(name, value, &handled); handled) return s;
+        std::string key;
+        std::string v;
+        if (name == "--list" || name == "--describe" || name == "--create" || name == "--delete" || name == "--alter") {
+          if (!a.action.empty()) return absl::InvalidArgumentError("one of --list, --describe, --create, --delete, --alter");
+          a.action = std::string(name.substr(2));
+        } else if (name == "--if-not-exists") {
+          a.if_not_exists = true;
+        } else if (name == "--if-exists") {
+          a.if_exists = true;
+        } else if (name == "--partitions" && parse_number(value).value_or(0) > 0 && *parse_number(value) <= INT32_MAX) {
+          a.partitions = static_cast<int32_t>(*parse_number(value));
+        } else if (name == "--replication-factor" && parse_number(value).value_or(0) > 0 &&
+                   *parse_number(value) < 32768) {
+          a.replication_factor = static_cast<int16_t>(*parse_number(value));
+        } else if (name == "--config" && split_property(value, &key, &v)) {
+          a.configs[key] = v;
+        } else if (name == "--delete-config") {
+          a.delete_configs.push_back(std::string(value));
+        } else {
+          return bad_option(name, value);
+        }
+        return absl::OkStatus();
+      });
+  if (!parsed.ok()) {
+    fail_usage("topics", std::string(parsed.message()), kTopicsUsage);
+    return 2;
+  }
+  const bool have_bootstrap = common.have_bootstrap;
+  if (!have_bootstrap || a.action.empty()) {
+    fail_usage("topics", "--bootstrap-server and an action are required", kTopicsUsage);
+    return 2;
+  }
+  if ((a.action == "create" || a.action == "delete" || a.action == "alter") && a.topic.empty()) {
+    fail_usage("topics", fmt::format("--{} needs --topic", a.action), kTopicsUsage);
+    return 2;
+  }
+  return run_client_tool("topics", [&a](io::Context& ctx) { return topics_run(ctx, &a); });
+}
+
+// ---------------------------------------------------------------------------
+// brook produce
+
+namespace {
+
+constexpr std::string_view kProduceUsage =
+    "brook produce --bootstrap-server H:P --topic T [--partition P] [--property parse.key=true]\n"
+    "       [--property key.separator=SEP] [--producer-property K=V]... [--request-required-acks A]\n"
+    "       [--compression-codec C]";
+
+struct ProduceArgs {
+  client::ProducerConfig config;
+  std::string topic;
+  std::optional<int32_t> partition;
+  bool parse_key = false;
+  std::string key_separator = "\t";
+};
+
+bool stdin_readable() {
+  pollfd p{STDIN_FILENO, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+// Lines of standard input, read without blocking the event loop: while no
+// whole line is buffered it waits (on the loop's clock) for input.
+class LineReader {
+ public:
+  io::Task<std::optional<std::string>> next(io::Context& ctx) {
+    while (true) {
+      const size_t nl = buffer_.find('\n', scanned_);
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        scanned_ = 0;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        co_return line;
+      }
+      scanned_ = buffer_.size();
+      if (eof_) {
+        if (buffer_.empty()) co_return std::nullopt;
+        std::string last = std::move(buffer_);
+        buffer_.clear();
+        scanned_ = 0;
+        co_return last;
+      }
+      if (!stdin_readable()) {
+        co_await ctx.clock().sleep_for(5ms);
+        continue;
+      }
+      fill();
+    }
+  }
+
+ private:
+  void fill() {
+    char chunk[65536];
+    const ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+    if (n <= 0) {
+      eof_ = true;
+    } else {
+      buffer_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+
+  std::string buffer_;
+  size_t scanned_ = 0;
+  bool eof_ = false;
+};
+
+io::Task<int> produce_run(io::Context& ctx, const ProduceArgs* a) {
+  client::Producer producer(ctx, a->config);
+  LineReader lines;
+  uint64_t failed = 0;
+  while (true) {
+    std::optional<std::string> line = co_await lines.next(ctx);
+    if (!line.has_value()) break;
+    client::ProducerRecord r;
+    r.topic = a->topic;
+    r.partition = a->partition;
+    std::string_view text = *line;
+    if (a->parse_key) {
+      const size_t sep = text.find(a->key_separator);
+      if (sep == std::string_view::npos) {
+        std::fprintf(stderr, "brook produce: no key separator in line '%s'\n", line->c_str());
+        ++failed;
+        continue;
+      }
+      r.key = io::Buffer::copy_of(text.substr(0, sep));
+      text = text.substr(sep + a->key_separator.size());
+    }
+    r.value = io::Buffer::copy_of(text);
+    client::DeliveryCallback done = [&failed](const absl::StatusOr<client::RecordMetadata>& md) {
+      if (!md.ok()) {
+        ++failed;
+        std::fprintf(stderr, "brook produce: %s\n", md.status().ToString().c_str());
+      }
+    };
+    (void)co_await producer.send(std::move(r), std::move(done));
+  }
+  co_await producer.flush();
+  co_return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int produce_main(Args args) {
+  ProduceArgs a;
+  a.config.linger = 5ms;
+  CommonArgs common{&a.config.client, &a.topic, &a.partition};
+  absl::Status parsed = walk_options(args, {}, [&](std::string_view name, std::string_view value) -> absl::Status {
+    bool handled = false;
+    if (absl::Status s = common.take(name, value, &handled); handled) return s;
+    std::string key;
+    std::string v;
+    if (name == "--request-required-acks") return set_producer_property("acks", value, &a.config);
+    if (name == "--compression-codec") return set_producer_property("compression.type", value, &a.config);
+    if (name == "--producer-property" && split_property(value, &key, &v)) return set_producer_property(key, v, &a.config);
+    if (name == "--property" && split_property(value, &key, &v)) {
+      if (key == "parse.key") {
+        a.parse_key = v == "true";
+      } else if (key == "key.separator") {
+        a.key_separator = v;
+      } else {
+        return absl::InvalidArgumentError(fmt::format("unknown property '{}'", key));
+      }
+      return absl::OkStatus();
+    }
+    return bad_option(name, value);
+  });
+  if (!parsed.ok()) {
+    fail_usage("produce", std::string(parsed.message()), kProduceUsage);
+    return 2;
+  }
+  const bool have_bootstrap = common.have_bootstrap;
+  if (!have_bootstrap || a.topic.empty() || a.key_separator.empty()) {
+    fail_usage("produce", "--bootstrap-server and --topic are required", kProduceUsage);
+    return 2;
+  }
+  return run_client_tool("produce", [&a](io::Context& ctx) { return produce_run(ctx, &a); });
+}
+
+// ---------------------------------------------------------------------------
+// brook consume
+
+namespace {
+
+constexpr std::string_view kConsumeUsage =
+    "brook consume --bootstrap-server H:P --topic T [--partition P] [--from-beginning]\n"
+    "       [--offset N|earliest|latest] [--max-messages N] [--timeout-ms MS]\n"
+    "       [--property print.key|print.offset|print.partition|print.timestamp=true]\n"
+    "       [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]";
+
+struct ConsumeArgs {
+  client::ConsumerConfig config;
+  std::string topic;
+  std::optional<int32_t> partition;
+  bool from_beginning = false;
+  std::optional<int64_t> offset;  // -2 earliest, -1 latest
+  int64_t max_messages = -1;
+  std::optional<io::Duration> timeout;
+  bool print_key = false;
+  bool print_offset = false;
+  bool print_partition = false;
+  bool print_timestamp = false;
+  std::string key_separator = "\t";
+};
+
+std::string text_of(const std::optional<io::Buffer>& b) { return b.has_value() ? std::string(b->view()) : "null"; }
+
+io::Task<int> consume_run(io::Context& ctx, const ConsumeArgs* a) {
+  client::Consumer consumer(ctx, a->config);
+  std::vector<std::string> names{a->topic};
+  absl::StatusOr<std::vector<client::TopicInfo>> topics = co_await client::describe_topics(consumer.cluster(), names);
+  if (!topics.ok() || topics->empty() || (*topics)[0].error_code != 0) {
+    std::fprintf(stderr, "brook consume: topic '%s': %s\n", a->topic.c_str(),
+                 !topics.ok() ? topics.status().ToString().c_str()
+                              : client::error_text(topics->empty() ? int16_t{3} : (*topics)[0].error_code).c_str());
+    co_return 1;
+  }
+  std::vector<client::TopicPartition> tps;
+  for (const client::PartitionInfo& p : (*topics)[0].partitions) {
+    if (!a->partition.has_value() || *a->partition == p.partition) tps.emplace_back(a->topic, p.partition);
+  }
+  if (tps.empty()) {
+    std::fprintf(stderr, "brook consume: topic '%s' has no partition %d\n", a->topic.c_str(), a->partition.value_or(-1));
+    co_return 1;
+  }
+  consumer.assign(tps);
+  if (a->offset.has_value() && *a->offset >= 0) {
+    for (const auto& tp : tps) consumer.seek(tp, *a->offset);
+  } else if (a->from_beginning || a->offset == client::kEarliestOffset) {
+    consumer.seek_to_beginning(tps);
+  } else {
+    consumer.seek_to_end(tps);
+  }
+  int64_t count = 0;
+  io::Instant last = ctx.clock().now();
+  int code = 0;
+  while (a->max_messages < 0 || count < a->max_messages) {
+    absl::StatusOr<std::vector<client::ConsumerRecord>> got = co_await consumer.poll(200ms);
+    if (!got.ok()) {
+      std::fprintf(stderr, "brook consume: %s\n", got.status().ToString().c_str());
+      code = 1;
+      break;
+    }
+    for (const client::ConsumerRecord& r : *got) {
+      std::string line;
+      if (a->print_timestamp) {
+        line += fmt::format("{}:{}{}", r.timestamp_type == net::TimestampType::kLogAppendTime ? "LogAppendTime" : "CreateTime",
+                            r.timestamp_ms, a->key_separator);
+      }
+      if (a->print_partition) line += fmt::format("Partition:{}{}", r.partition, a->key_separator);
+      if (a->print_offset) line += fmt::format("Offset:{}{}", r.offset, a->key_separator);
+      if (a->print_key) line += text_of(r.key) + a->key_separator;
+      line += text_of(r.value);
+      line += '\n';
+      std::fwrite(line.data(), 1, line.size(), stdout);
+      if (++count == a->max_messages) break;
+    }
+    std::fflush(stdout);
+    if (!got->empty()) {
+      last = ctx.clock().now();
+    } else if (a->timeout.has_value() && ctx.clock().now() - last >= *a->timeout) {
+      break;
+    }
+  }
+  std::fprintf(stderr, "Processed a total of %lld messages\n", static_cast<long long>(count));
+  co_return code;
+}
+
+}  // namespace
+
+int consume_main(Args args) {
+  ConsumeArgs a;
+  CommonArgs common{&a.config.client, &a.topic, &a.partition};
+  absl::Status parsed =
+      walk_options(args, {"--from-beginning"}, [&](std::string_view name, std::string_view value) -> absl::Status {
+        bool handled = false;
+        if (absl::Status s = common.take(name, value, &handled); handled) return s;
+        std::string key;
+        std::string v;
+        if (name == "--from-beginning") {
+          a.from_beginning = true;
+        } else if (name == "--offset") {
+          if (value == "earliest") {
+            a.offset = client::kEarliestOffset;
+          } else if (value == "latest") {
+            a.offset = client::kLatestOffset;
+          } else if (parse_number(value).value_or(-1) >= 0) {
+            a.offset = *parse_number(value);
+          } else {
+            return bad_option(name, value);
+          }
+        } else if (name == "--max-messages" && parse_number(value).value_or(-1) >= 0) {
+          a.max_messages = *parse_number(value);
+        } else if (name == "--timeout-ms" && parse_number(value).value_or(-1) >= 0) {
+          a.timeout = std::chrono::milliseconds(*parse_number(value));
+        } else if (name == "--isolation-level") {
+          return set_consumer_property("isolation.level", value, &a.config);
+        } else if (name == "--consumer-property" && split_property(value, &key, &v)) {
+          return set_consumer_property(key, v, &a.config);
+        } else if (name == "--property" && split_property(value, &key, &v)) {
+          static const std::map<std::string, bool ConsumeArgs::*, std::less<>> kPrints = {
+              {"print.key", &ConsumeArgs::print_key},
+              {"print.offset", &ConsumeArgs::print_offset},
+              {"print.partition", &ConsumeArgs::print_partition},
+              {"print.timestamp", &ConsumeArgs::print_timestamp}};
+          if (auto it = kPrints.find(key); it != kPrints.end()) {
+            a.*(it->second) = v == "true";
+          } else if (key == "key.separator") {
+            a.key_separator = v;
+          } else {
+            return absl::InvalidArgumentError(fmt::format("unknown property '{}'", key));
+          }
+        } else {
+          return bad_option(name, value);
+        }
+        return absl::OkStatus();
+      });
+  if (!parsed.ok()) {
+    fail_usage("consume", std::string(parsed.message()), kConsumeUsage);
+    return 2;
+  }
+  const bool have_bootstrap = common.have_bootstrap;
+  if (!have_bootstrap || a.topic.empty()) {
+    fail_usage("consume", "--bootstrap-server and --topic are required", kConsumeUsage);
+    return 2;
+  }
+  return run_client_tool("consume", [&a](io::Context& ctx) { return consume_run(ctx, &a); });
+}
+
+// ---------------------------------------------------------------------------
+// brook perf produce / consume
+
+namespace {
+
+constexpr std::string_view kPerfUsage =
+    "brook perf produce --bootstrap-server H:P --topic T --num-records N --record-size S\n"
+    "       [--throughput RECORDS_PER_S] [--producer-props K=V ...]\n"
+    "brook perf consume --bootstrap-server H:P --topic T --messages N [--timeout-ms MS]\n"
+    "       [--consumer-props K=V ...]";
+
+struct PerfArgs {
+  std::string mode;
+  client::ProducerConfig producer;
+  client::ConsumerConfig consumer;
+  std::string topic;
+  int64_t records = -1;
+  int64_t record_size = 100;
+  double throughput = -1;
+  io::Duration timeout = 10s;
+};
+
+double ms_of(io::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+io::Task<int> perf_produce_run(io::Context& ctx, const PerfArgs* a) {
+  client::Producer producer(ctx, a->producer);
+  std::vector<double> latencies;
+  latencies.reserve(static_cast<size_t>(a->records));
+  uint64_t failed = 0;
+  std::string first_error;
+  // Kafka's perf test: a fixed payload of random uppercase letters.
+  std::string payload(static_cast<size_t>(a->record_size), 'A');
+  for (char& c : payload) c = static_cast<char>('A' + ctx.random().uniform(26));
+  const io::Buffer value = io::Buffer::copy_of(payload);
+  const io::Instant start = ctx.clock().now();
+  io::Instant window_start = start;
+  uint64_t window_count = 0;
+  double window_latency = 0;
+  double window_max = 0;
+  struct Window {
+    uint64_t* count;
+    double* latency;
+    double* max;
+  } window{&window_count, &window_latency, &window_max};
+  for (int64_t i = 0; i < a->records; ++i) {
+    // Paced from each record's intended send time.
+    io::Instant intended = ctx.clock().now();
+    if (a->throughput > 0) {
+      intended = start + std::chrono::duration_cast<io::Duration>(std::chrono::duration<double>(static_cast<double>(i) / a->throughput));
+      if (intended > ctx.clock().now()) co_await ctx.clock().sleep_until(intended);
+    }
+    client::ProducerRecord r;
+    r.topic = a->topic;
+    r.value = value;
+    client::DeliveryCallback done = [&ctx, &latencies, &failed, &first_error, intended, window](
+                                        const absl::StatusOr<client::RecordMetadata>& md) {
+      if (!md.ok()) {
+        if (failed++ == 0) first_error = md.status().ToString();
+        return;
+      }
+      const double ms = ms_of(ctx.clock().now() - intended);
+      latencies.push_back(ms);
+      ++*window.count;
+      *window.latency += ms;
+      *window.max = std::max(*window.max, ms);
+    };
+    (void)co_await producer.send(std::move(r), std::move(done));
+    const io::Instant now = ctx.clock().now();
+    if (now - window_start >= 5s) {
+      const double secs = std::chrono::duration<double>(now - window_start).count();
+      std::printf("%llu records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, %.1f ms max latency.\n",
+                  static_cast<unsigned long long>(window_count), static_cast<double>(window_count) / secs,
+                  static_cast<double>(window_count) * static_cast<double>(a->record_size) / secs / (1024 * 1024),
+                  window_count > 0 ? window_latency / static_cast<double>(window_count) : 0.0, window_max);
+      std::fflush(stdout);
+      window_start = now;
+      window_count = 0;
+      window_latency = 0;
+      window_max = 0;
+    }
+  }
+  co_await producer.flush();
+  const double secs = std::chrono::duration<double>(ctx.clock().now() - start).count();
+  std::sort(latencies.begin(), latencies.end());
+  auto pct = [&](double q) {
+    if (latencies.empty()) return 0.0;
+    return latencies[std::min(latencies.size() - 1, static_cast<size_t>(q * static_cast<double>(latencies.size())))];
+  };
+  double sum = 0;
+  for (double l : latencies) sum += l;
+  const double n = static_cast<double>(latencies.size());
+  std::printf(
+      "%zu records sent, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.0f ms 50th, "
+      "%.0f ms 95th, %.0f ms 99th, %.0f ms 99.9th.\n",
+      latencies.size(), n / secs, n * static_cast<double>(a->record_size) / secs / (1024 * 1024),
+      latencies.empty() ? 0.0 : sum / n, latencies.empty() ? 0.0 : latencies.back(), pct(0.5), pct(0.95), pct(0.99),
+      pct(0.999));
+  if (failed > 0) {
+    std::fprintf(stderr, "brook perf: %llu records failed; first: %s\n", static_cast<unsigned long long>(failed),
+                 first_error.c_str());
+    co_return 1;
+  }
+  co_return 0;
+}
+
+io::Task<int> perf_consume_run(io::Context& ctx, const PerfArgs* a) {
+  client::Consumer consumer(ctx, a->consumer);
+  std::vector<std::string> names{a->topic};
+  absl::StatusOr<std::vector<client::TopicInfo>> topics = co_await client::describe_topics(consumer.cluster(), names);
+  if (!topics.ok() || topics->empty() || (*topics)[0].error_code != 0) {
+    std::fprintf(stderr, "brook perf: topic '%s' not found\n", a->topic.c_str());
+    co_return 1;
+  }
+  std::vector<client::TopicPartition> tps;
+  for (const client::PartitionInfo& p : (*topics)[0].partitions) tps.emplace_back(a->topic, p.partition);
+  consumer.assign(tps);
+  consumer.seek_to_beginning(tps);
+  const io::WallTime wall_start = ctx.clock().wall_now();
+  const io::Instant start = ctx.clock().now();
+  io::Instant last = start;
+  int64_t count = 0;
+  uint64_t bytes = 0;
+  while (count < a->records) {
+    absl::StatusOr<std::vector<client::ConsumerRecord>> got = co_await consumer.poll(100ms);
+    if (!got.ok()) {
+      std::fprintf(stderr, "brook perf: %s\n", got.status().ToString().c_str());
+      co_return 1;
+    }
+    for (const client::ConsumerRecord& r : *got) {
+      bytes += (r.value.has_value() ? r.value->size() : 0) + (r.key.has_value() ? r.key->size() : 0);
+    }
+    count += static_cast<int64_t>(got->size());
+    if (!got->empty()) {
+      last = ctx.clock().now();
+    } else if (ctx.clock().now() - last >= a->timeout) {
+      std::fprintf(stderr, "brook perf: no record for %lld ms after %lld records\n",
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(a->timeout).count()),
+                   static_cast<long long>(count));
+      break;
+    }
+  }
+  const double secs = std::max(1e-9, std::chrono::duration<double>(last - start).count());
+  const double mb = static_cast<double>(bytes) / (1024 * 1024);
+  const io::WallTime wall_end = wall_start + (last - start);
+  std::printf("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec\n");
+  std::printf("%lld, %lld, %.4f, %.4f, %lld, %.4f\n", static_cast<long long>(io::to_ms(wall_start)),
+              static_cast<long long>(io::to_ms(wall_end)), mb, mb / secs, static_cast<long long>(count),
+              static_cast<double>(count) / secs);
+  co_return count >= a->records ? 0 : 1;
+}
+
+}  // namespace
+
+int perf_main(Args args) {
+  PerfArgs a;
+  a.producer.linger = 1ms;
+  a.consumer.auto_offset_reset = client::OffsetReset::kEarliest;
+  if (args.empty() || (args[0] != "produce" && args[0] != "consume")) {
+    fail_usage("perf", "produce or consume?", kPerfUsage);
+    return 2;
+  }
+  a.mode = std::string(args[0]);
+  bool have_bootstrap = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    absl::Status s;
+    if (arg == "--producer-props" || arg == "--consumer-props") {
+      // Every following K=V up to the next option.
+      while (i + 1 < args.size() && !args[i + 1].starts_with("--")) {
+        std::string key;
+        std::string v;
+        if (!split_property(args[++i], &key, &v)) {
+          s = absl::InvalidArgumentError(fmt::format("'{}' is not K=V", args[i]));
+          break;
+        }
+        s = arg == "--producer-props" ? set_producer_property(key, v, &a.producer)
+                                      : set_consumer_property(key, v, &a.consumer);
+        if (key == "bootstrap.servers") have_bootstrap = true;
+        if (!s.ok()) break;
+      }
+    } else if (i + 1 >= args.size()) {
+      s = absl::InvalidArgumentError(fmt::format("{} needs a value", arg));
+    } else {
+      const std::string_view value = args[++i];
+      if (arg == "--bootstrap-server") {
+        s = parse_bootstrap(value, &a.producer.client);
+        a.consumer.client.bootstrap = a.producer.client.bootstrap;
+        have_bootstrap = true;
+      } else if (arg == "--topic") {
+        a.topic = std::string(value);
+      } else if ((arg == "--num-records" || arg == "--messages") && parse_number(value).value_or(0) > 0) {
+        a.records = *parse_number(value);
+      } else if (arg == "--record-size" && parse_number(value).value_or(0) > 0) {
+        a.record_size = *parse_number(value);
+      } else if (arg == "--throughput" && parse_number(value).has_value()) {
+        a.throughput = static_cast<double>(*parse_number(value));
+      } else if (arg == "--timeout-ms" && parse_number(value).value_or(0) > 0) {
+        a.timeout = std::chrono::milliseconds(*parse_number(value));
+      } else {
+        s = absl::InvalidArgumentError(fmt::format("bad argument {} {}", arg, value));
+      }
+    }
+    if (!s.ok()) {
+      fail_usage("perf", std::string(s.message()), kPerfUsage);
+      return 2;
+    }
+  }
+  if (!have_bootstrap || a.topic.empty() || a.records <= 0) {
+    fail_usage("perf", "--bootstrap-server, --topic and --num-records/--messages are required", kPerfUsage);
+    return 2;
+  }
+  if (a.mode == "produce") return run_client_tool("perf", [&a](io::Context& ctx) { return perf_produce_run(ctx, &a); });
+  return run_client_tool("perf", [&a](io::Context& ctx) { return perf_consume_run(ctx, &a); });
+}
+
+}  // namespace brook::tools

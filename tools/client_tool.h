@@ -1,0 +1,41 @@
+// tools/client_tool.h
+//
+// What the client tools (`brook topics`, `produce`, `consume`, `perf`)
+// share: running a client coroutine on a real node, and parsing Kafka's
+// client property names into the client library's settings.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "io/context.h"
+#include "io/task.h"
+#include "net/client/consumer.h"
+#include "net/client/producer.h"
+
+namespace brook::tools {
+
+// Runs `main` on a real node (io_uring or epoll) until it returns; its value
+// is the exit code.
+int run_client_tool(std::string_view name, std::function<io::Task<int>(io::Context&)> main);
+
+// bootstrap.servers: "host:port[,host:port...]".
+absl::Status parse_bootstrap(std::string_view text, client::ClientOptions* out);
+
+// Sets one producer / consumer property by its Kafka name (acks, linger.ms,
+// batch.size, compression.type, enable.idempotence, delivery.timeout.ms,
+// request.timeout.ms, retry.backoff.ms, max.in.flight.requests.per.connection,
+// max.request.size, buffer.memory, client.id, bootstrap.servers; fetch.*,
+// max.partition.fetch.bytes, isolation.level, auto.offset.reset, check.crcs,
+// max.poll.records). InvalidArgument for unknown names or bad values.
+absl::Status set_producer_property(std::string_view key, std::string_view value, client::ProducerConfig* config);
+absl::Status set_consumer_property(std::string_view key, std::string_view value, client::ConsumerConfig* config);
+
+// "key=value" split at the first '='.
+bool split_property(std::string_view text, std::string* key, std::string* value);
+
+}  // namespace brook::tools
