@@ -37,6 +37,7 @@
 // resigns, and the process exits 0.
 //
 // Tools are not logic code: signals and files read directly are fine here.
+#include <malloc.h>
 #include <signal.h>
 
 #include <charconv>
@@ -538,6 +539,12 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
 }  // namespace
 
 int server_main(Args args) {
+  // Fetches read up to max.partition.fetch.bytes per partition into fresh
+  // buffers: keep them on the heap and the heap's freed memory mapped,
+  // instead of glibc's default of mapping and unmapping large blocks (and
+  // faulting their pages in again) on every read.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   const std::optional<ServerArgs> parsed = parse(args);
   if (!parsed) {
     usage();
