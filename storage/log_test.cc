@@ -445,6 +445,63 @@ TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   EXPECT_EQ(log->leader_epochs().latest_entry(), (EpochEntry{9, 6}));
 }
 
+// A new leader's epoch starts at the log end before it has a record: it
+// answers OffsetsForLeaderEpoch at once, appends in that epoch keep its
+// start, and a truncation at the log end (a leader turned follower) drops
+// it. Like Kafka's recovery, a restart drops an epoch that has no record
+// yet (the node assigns it again if it leads).
+TEST_F(LogTest, LeaderEpochAssignedAtTheLogEnd) {
+  std::unique_ptr<Log> log = open();
+  auto append = [&](int records, int32_t epoch) {
+    absl::StatusOr<AppendResult> r = run(ex_, log->append_as_leader(make_batch({.records = records}), epoch));
+    ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->error_message : r.status().ToString());
+  };
+  append(3, 2);  // 0-2
+  ASSERT_TRUE(run(ex_, log->assign_leader_epoch(4)).ok());
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {4, 3}}));
+  // Epoch 2 ends where 4 starts; 4 (the latest) ends at the log end; an
+  // epoch past the latest is unknown.
+  EXPECT_EQ(log->end_offset_for_epoch(2), (EpochEndOffset{2, 3}));
+  EXPECT_EQ(log->end_offset_for_epoch(3), (EpochEndOffset{2, 3}));
+  EXPECT_EQ(log->end_offset_for_epoch(4), (EpochEndOffset{4, 3}));
+  EXPECT_EQ(log->end_offset_for_epoch(5), (EpochEndOffset{-1, -1}));
+  // Not above the latest: nothing changes.
+  ASSERT_TRUE(run(ex_, log->assign_leader_epoch(4)).ok());
+  ASSERT_TRUE(run(ex_, log->assign_leader_epoch(1)).ok());
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {4, 3}}));
+
+  // Truncating at the log end removes no record but the empty epoch.
+  ASSERT_TRUE(run(ex_, log->truncate_to(3)).ok());
+  EXPECT_EQ(log->log_end_offset(), 3);
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}}));
+  EXPECT_EQ(log->end_offset_for_epoch(4), (EpochEndOffset{-1, -1}));
+
+  // Across a restart an epoch without records is gone, one with records
+  // stays.
+  ASSERT_TRUE(run(ex_, log->assign_leader_epoch(5)).ok());
+  ASSERT_TRUE(run(ex_, log->flush()).ok());
+  disk_.crash();
+  log = open();
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}}));
+  ASSERT_TRUE(run(ex_, log->assign_leader_epoch(7)).ok());
+  append(1, 7);  // 3
+  append(1, 7);  // 4
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {7, 3}}));
+  EXPECT_EQ(log->end_offset_for_epoch(7), (EpochEndOffset{7, 5}));
+  ASSERT_TRUE(run(ex_, log->flush()).ok());
+  disk_.crash();
+  log = open();
+  EXPECT_EQ(log->log_end_offset(), 5);
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {7, 3}}));
+  // Truncating inside an epoch with records keeps it (its start stays);
+  // truncating to its start removes it.
+  ASSERT_TRUE(run(ex_, log->truncate_to(4)).ok());
+  EXPECT_EQ(log->log_end_offset(), 4);
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {7, 3}}));
+  ASSERT_TRUE(run(ex_, log->truncate_to(3)).ok());
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}}));
+}
+
 TEST_F(LogTest, SegmentsRollBySegmentMs) {
   config_.segment_ms = 60'000;
   std::unique_ptr<Log> log = open();
