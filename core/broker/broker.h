@@ -63,6 +63,7 @@
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "net/kafka/errors.h"
+#include "core/broker/fetch_session.h"
 #include "core/metadata/image.h"
 #include "io/buffer.h"
 #include "io/context.h"
@@ -154,29 +155,6 @@ struct Partition {
     return leader != self && contains(replicas, self);
   }
 };
-
-// An incremental fetch session (KIP-227): the partitions a client fetches
-// and what the last answer told it of each, so that an incremental request
-// names only what changed and an incremental answer only what moved.
-struct FetchSessionPartition {
-  std::string topic;
-  net::Uuid topic_id;
-  net::FetchRequest::FetchPartition fetch;
-  int64_t high_watermark = -1;
-  int64_t last_stable_offset = -1;
-  int64_t log_start_offset = -1;
-};
-
-struct FetchSession {
-  int32_t id = 0;
-  int32_t epoch = 1;  // the epoch the next request must carry
-  bool by_id = false;  // topic ids (Fetch v13+) or names
-  std::vector<FetchSessionPartition> partitions;
-  io::Instant last_used{};
-};
-
-// max.incremental.fetch.session.cache.slots
-inline constexpr size_t kFetchSessionSlots = 1000;
 
 class Broker final : public raft::RaftListener {
  public:
@@ -327,9 +305,8 @@ class Broker final : public raft::RaftListener {
   io::Mutex producer_id_mu_;
 
   // Incremental fetch sessions by id.
-  std::map<int32_t, FetchSession> fetch_sessions_;
+  FetchSessionCache fetch_sessions_;
   // A new session (evicting the least recently used one when full).
-  FetchSession& new_fetch_session(bool by_id);
 
   // Replica fetchers by leader id, and the scope they (and ISR changes) run in.
   std::set<int32_t> fetchers_;

@@ -448,87 +448,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
   const io::Instant deadline = ctx_->clock().now() + std::chrono::milliseconds(std::max(0, request.max_wait_ms));
   const int64_t max_bytes = request.max_bytes <= 0 ? INT32_MAX : request.max_bytes;
   net::FetchResponse response;
-  // Fetch sessions (KIP-227, v7+): epoch -1 is a full request without a
-  // session (closing the one named), 0 a full request opening a new one, a
-  // positive epoch an incremental request in the named session.
-  FetchSession* session = nullptr;
-  bool incremental = false;
-  if (version >= 7 && request.session_epoch >= 0) {
-    if (request.session_epoch == 0) {
-      if (request.session_id != 0) fetch_sessions_.erase(request.session_id);
-      session = &new_fetch_session(by_id);
-    } else {
-      auto it = fetch_sessions_.find(request.session_id);
-      if (it == fetch_sessions_.end()) {
-        response.error_code = net::code(net::Error::kFetchSessionIdNotFound);
-        co_return net::encode_response(response, frame.header);
-      }
-      if (it->second.epoch != request.session_epoch) {
-        response.error_code = net::code(net::Error::kInvalidFetchSessionEpoch);
-        co_return net::encode_response(response, frame.header);
-      }
-      if (it->second.by_id != by_id) {
-        response.error_code = net::code(net::Error::kFetchSessionTopicIdError);
-        co_return net::encode_response(response, frame.header);
-      }
-      session = &it->second;
-      incremental = true;
-    }
-  } else if (version >= 7 && request.session_id != 0) {
-    fetch_sessions_.erase(request.session_id);
+  // Incremental fetch sessions (KIP-227): begin() folds the request into
+  // its session; the answer then covers every partition of the session.
+  FetchSessionCache::Use session;
+  if (const net::Error e = fetch_sessions_.begin(&request, version, ctx_->clock().now(), ctx_->random(), &session);
+      e != net::Error::kNone) {
+    response.error_code = net::code(e);
+    co_return net::encode_response(response, frame.header);
   }
-  if (session != nullptr) {
-    const int32_t session_id = session->id;
-    auto same = [&](const FetchSessionPartition& sp, const net::FetchRequest::FetchTopic& t, int32_t index) {
-      return sp.fetch.partition == index && (by_id ? sp.topic_id == t.topic_id : sp.topic == t.topic);
-    };
-    if (!incremental) session->partitions.clear();
-    // Partitions added or changed, then those forgotten.
-    for (const auto& t : request.topics) {
-      for (const auto& part : t.partitions) {
-        auto it = std::find_if(session->partitions.begin(), session->partitions.end(),
-                               [&](const FetchSessionPartition& sp) { return same(sp, t, part.partition); });
-        if (it == session->partitions.end()) {
-          FetchSessionPartition sp;
-          sp.topic = t.topic;
-          sp.topic_id = t.topic_id;
-          sp.fetch = part;
-          session->partitions.push_back(std::move(sp));
-        } else {
-          it->fetch = part;
-        }
-      }
-    }
-    for (const auto& f : request.forgotten_topics_data) {
-      std::erase_if(session->partitions, [&](const FetchSessionPartition& sp) {
-        const bool topic = by_id ? sp.topic_id == f.topic_id : sp.topic == f.topic;
-        return topic && std::find(f.partitions.begin(), f.partitions.end(), sp.fetch.partition) != f.partitions.end();
-      });
-    }
-    // The request now fetches the whole session.
-    request.topics.clear();
-    for (const FetchSessionPartition& sp : session->partitions) {
-      if (request.topics.empty() ||
-          (by_id ? !(request.topics.back().topic_id == sp.topic_id) : request.topics.back().topic != sp.topic)) {
-        auto& t = request.topics.emplace_back();
-        t.topic = sp.topic;
-        t.topic_id = sp.topic_id;
-      }
-      request.topics.back().partitions.push_back(sp.fetch);
-    }
-    // The next request's epoch: 1 after the one that opened the session.
-    if (incremental) session->epoch = session->epoch == INT32_MAX ? 1 : session->epoch + 1;
-    session->last_used = ctx_->clock().now();
-    response.session_id = session_id;
-  }
-  // What an incremental answer leaves out: a partition with no records, no
-  // error and nothing moved since the last answer told the client.
-  auto unchanged = [&](const FetchSessionPartition& sp, const net::FetchResponse::PartitionData& out) {
-    return out.error_code == 0 && (!out.records.has_value() || out.records->size() == 0) &&
-           out.diverging_epoch.epoch < 0 && out.high_watermark == sp.high_watermark &&
-           out.last_stable_offset == sp.last_stable_offset && out.log_start_offset == sp.log_start_offset;
-  };
-  const int32_t session_id = response.session_id;
   while (true) {
     response.responses.clear();
     int64_t bytes = 0;
@@ -631,67 +558,13 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
     }
     first_pass = false;
     // An incremental answer waits for something to report, like min_bytes.
-    bool moved = !incremental;
-    if (incremental) {
-      auto it = fetch_sessions_.find(session_id);
-      if (it != fetch_sessions_.end()) {
-        size_t i = 0;
-        for (const auto& t : response.responses) {
-          for (const auto& out : t.partitions) {
-            if (i < it->second.partitions.size() && !unchanged(it->second.partitions[i], out)) moved = true;
-            ++i;
-          }
-        }
-      }
-    }
-    if (errors || (moved && bytes >= std::max(1, request.min_bytes)) || ctx_->clock().now() >= deadline) break;
+    const bool news = fetch_sessions_.has_news(session, response);
+    if (errors || (news && bytes >= std::max(1, request.min_bytes)) || ctx_->clock().now() >= deadline) break;
     auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
     (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
   }
-  if (session_id != 0) {
-    // Remember what this answer tells; an incremental one names only the
-    // partitions that changed. (The session may have been evicted while
-    // the request waited: the client then learns it on its next request.)
-    auto it = fetch_sessions_.find(session_id);
-    if (it != fetch_sessions_.end()) {
-      std::vector<FetchSessionPartition>& parts = it->second.partitions;
-      size_t i = 0;
-      for (auto& t : response.responses) {
-        std::vector<net::FetchResponse::PartitionData> kept;
-        for (auto& out : t.partitions) {
-          if (i >= parts.size()) break;
-          FetchSessionPartition& sp = parts[i++];
-          const bool skip = incremental && unchanged(sp, out);
-          sp.high_watermark = out.high_watermark;
-          sp.last_stable_offset = out.last_stable_offset;
-          sp.log_start_offset = out.log_start_offset;
-          if (!skip) kept.push_back(std::move(out));
-        }
-        t.partitions = std::move(kept);
-      }
-      std::erase_if(response.responses, [](const auto& t) { return t.partitions.empty(); });
-    }
-  }
+  fetch_sessions_.finish(session, &response);
   co_return net::encode_response(response, frame.header);
-}
-
-FetchSession& Broker::new_fetch_session(bool by_id) {
-  if (fetch_sessions_.size() >= kFetchSessionSlots) {
-    auto oldest = fetch_sessions_.begin();
-    for (auto it = fetch_sessions_.begin(); it != fetch_sessions_.end(); ++it) {
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
-    }
-    fetch_sessions_.erase(oldest);
-  }
-  int32_t id = 0;
-  while (id == 0 || fetch_sessions_.contains(id)) {
-    id = static_cast<int32_t>(ctx_->random().uniform(static_cast<uint64_t>(INT32_MAX))) + 1;
-  }
-  FetchSession& s = fetch_sessions_[id];
-  s.id = id;
-  s.by_id = by_id;
-  s.last_used = ctx_->clock().now();
-  return s;
 }
 
 // --- ListOffsets ----------------------------------------------------------------
