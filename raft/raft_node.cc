@@ -496,20 +496,43 @@ void RaftNode::update_high_watermark() {
 }
 
 net::Peer* RaftNode::peer(int32_t id) {
-  auto it = peers_.find(id);
-  if (it != peers_.end()) return it->second.get();
   std::optional<io::Address> address;
-  if (auto v = voters().find(id); v != voters().end()) address = v->second.address(config_.listener_name);
+  if (leader_address_.has_value() && leader_address_->id == id && leader_address_->epoch == state_.epoch) {
+    address = leader_address_->address;
+  } else if (auto v = voters().find(id); v != voters().end()) {
+    address = v->second.address(config_.listener_name);
+  }
   if (!address.has_value()) {
     auto learned = learned_addresses_.find(id);
-    if (learned == learned_addresses_.end()) return nullptr;
-    address = learned->second;
+    if (learned != learned_addresses_.end()) address = learned->second;
   }
+  auto it = peers_.find(id);
+  if (it != peers_.end()) {
+    if (!address.has_value() || it->second->address() == *address) return it->second.get();
+    // The node moved (a new voter set, or its own word as leader).
+    retired_peers_.push_back(std::move(it->second));
+    peers_.erase(it);
+  }
+  if (!address.has_value()) return nullptr;
   auto p = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), *address,
                                        fmt::format("raft-{}", config_.node_id));
   net::Peer* raw = p.get();
   peers_.emplace(id, std::move(p));
   return raw;
+}
+
+std::optional<io::Address> RaftNode::leader_endpoint(int32_t leader_id) const {
+  if (leader_id == config_.node_id) {
+    if (config_.advertised.has_value()) return config_.advertised;
+    if (auto v = voters().find(config_.node_id); v != voters().end()) return v->second.address(config_.listener_name);
+    return std::nullopt;
+  }
+  if (leader_address_.has_value() && leader_address_->id == leader_id && leader_address_->epoch == state_.epoch) {
+    return leader_address_->address;
+  }
+  if (auto v = voters().find(leader_id); v != voters().end()) return v->second.address(config_.listener_name);
+  if (auto l = learned_addresses_.find(leader_id); l != learned_addresses_.end()) return l->second;
+  return std::nullopt;
 }
 
 net::DescribeQuorumResponse::PartitionData RaftNode::describe() const {
@@ -686,6 +709,11 @@ io::Task<void> RaftNode::request_vote(uint64_t generation, int32_t voter, bool p
     if (r.leader_epoch > state_.epoch ||
         (!r.vote_granted && r.leader_epoch == state_.epoch && r.leader_id >= 0 &&
          r.leader_id != config_.node_id)) {
+      for (const net::VoteResponse::NodeEndpoint& e : response->node_endpoints) {
+        if (e.node_id == r.leader_id && e.node_id >= 0 && e.port > 0) {
+          leader_address_ = LeaderAddress{e.node_id, r.leader_epoch, io::Address(e.host, e.port)};
+        }
+      }
       (void)co_await observe_leader(r.leader_epoch, r.leader_id);
       co_return;
     }
@@ -854,13 +882,18 @@ io::Task<absl::Status> RaftNode::fetch_once(uint64_t generation, int32_t leader,
   }
   net::FetchResponse::PartitionData r = std::move(response->responses[0].partitions[0]);
   auto lock = co_await mu_.lock();
+  const auto& current = r.current_leader;
   for (const net::FetchResponse::NodeEndpoint& e : response->node_endpoints) {
-    if (e.node_id >= 0 && e.port > 0 && e.port <= 65535 && !voters().contains(e.node_id)) {
-      learned_addresses_[e.node_id] = io::Address(e.host, static_cast<uint16_t>(e.port));
+    if (e.node_id < 0 || e.port <= 0 || e.port > 65535) continue;
+    const io::Address at(e.host, static_cast<uint16_t>(e.port));
+    if (!voters().contains(e.node_id)) learned_addresses_[e.node_id] = at;
+    // Where the leader named in the answer listens (it may have moved
+    // since the voter set recorded it).
+    if (e.node_id == current.leader_id && current.leader_epoch >= state_.epoch) {
+      leader_address_ = LeaderAddress{e.node_id, current.leader_epoch, at};
     }
   }
   if (generation_ != generation) co_return absl::OkStatus();
-  const auto& current = r.current_leader;
   if (current.leader_epoch > state_.epoch ||
       (current.leader_epoch == state_.epoch && current.leader_id >= 0 &&
        current.leader_id != state_.leader_id)) {
@@ -1180,6 +1213,15 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_vote(const net::RequestFr
                     log_->log_end_offset(), last_epoch());
   out.leader_epoch = state_.epoch;
   out.leader_id = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
+  if (out.leader_id >= 0) {
+    if (std::optional<io::Address> at = leader_endpoint(out.leader_id); at.has_value()) {
+      net::VoteResponse::NodeEndpoint endpoint;
+      endpoint.node_id = out.leader_id;
+      endpoint.host = at->host;
+      endpoint.port = at->port;
+      response.node_endpoints.push_back(std::move(endpoint));
+    }
+  }
   response.topics.push_back(metadata_topic<net::VoteResponse::TopicData>(out));
   co_return net::encode_response(response, frame.header);
 }
@@ -1212,6 +1254,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_begin_epoch(const net::Re
     for (const auto& e : request.leader_endpoints) {
       if (e.name == config_.listener_name || request.leader_endpoints.size() == 1) {
         learned_addresses_[p.leader_id] = io::Address(e.host, e.port);
+        leader_address_ = LeaderAddress{p.leader_id, p.leader_epoch, io::Address(e.host, e.port)};
       }
     }
     CO_RETURN_IF_ERROR(co_await observe_leader(p.leader_epoch, p.leader_id));
@@ -1285,18 +1328,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
         role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id : kNoNode;
     if (out.current_leader.leader_id >= 0) {
       // Where the leader is, for a replica that does not know it yet.
-      std::optional<io::Address> at;
-      if (out.current_leader.leader_id == config_.node_id) {
-        at = config_.advertised;
-        if (!at.has_value()) {
-          if (auto v = voters().find(config_.node_id); v != voters().end()) at = v->second.address(config_.listener_name);
-        }
-      } else if (auto v = voters().find(out.current_leader.leader_id); v != voters().end()) {
-        at = v->second.address(config_.listener_name);
-      } else if (auto l = learned_addresses_.find(out.current_leader.leader_id); l != learned_addresses_.end()) {
-        at = l->second;
-      }
-      if (at.has_value()) {
+      if (std::optional<io::Address> at = leader_endpoint(out.current_leader.leader_id); at.has_value()) {
         net::FetchResponse::NodeEndpoint endpoint;
         endpoint.node_id = out.current_leader.leader_id;
         endpoint.host = at->host;
@@ -1811,7 +1843,6 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_update_voter(const net::R
   if (updated == it->second) co_return answer(net::Error::kNone);
   VoterSet next = voters();
   next[updated.id] = updated;
-  peers_.erase(updated.id);  // reconnect to the new address
   auto [e, message] =
       co_await change_voters(std::move(next), std::move(lock), ctx_->clock().now() + config_.request_timeout);
   lock = co_await mu_.lock();

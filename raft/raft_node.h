@@ -352,10 +352,24 @@ class RaftNode {
   std::set<int32_t> rejected_;
   std::map<int32_t, Progress> progress_;  // leader: every replica that fetches
   std::map<int32_t, std::unique_ptr<net::Peer>> peers_;
+  // Connections replaced by one to a newer address; calls in flight may
+  // still use them.
+  std::vector<std::unique_ptr<net::Peer>> retired_peers_;
   std::vector<std::unique_ptr<net::Peer>> bootstrap_peers_;
   VoterHistory history_;
   // Leaders' addresses learned from answers (NodeEndpoints) and requests.
   std::map<int32_t, io::Address> learned_addresses_;
+  // Where the leader of an epoch said it listens (BeginQuorumEpoch): ahead
+  // of the voter set, which may still name the address the leader had
+  // before it restarted (until its UpdateRaftVoter commits).
+  struct LeaderAddress {
+    int32_t id = -1;
+    int32_t epoch = -1;
+    io::Address address;
+  };
+  std::optional<LeaderAddress> leader_address_;
+  // Where `leader_id` listens as this node knows it (for NodeEndpoints).
+  std::optional<io::Address> leader_endpoint(int32_t leader_id) const;
   int32_t update_sent_epoch_ = -1;  // the epoch this voter sent UpdateRaftVoter in
   io::WaitList changed_;               // any state, HW or log change
   uint64_t changes_ = 0;               // counts changed() calls

@@ -263,6 +263,11 @@ struct KraftShared {
   const KraftConfig& config;
   std::map<int32_t, io::Address> voters;
   std::vector<io::Address> addresses;
+  // Per node: how often it has started (reconfig: a restarted controller
+  // may come back on another port and must tell the quorum).
+  std::vector<int> boots;
+  uint64_t port_moves = 0;
+  int moved = -1;  // the node that moved (index), if one did
   KraftOracle oracle;
   std::vector<raft::RaftNode*> live;  // per node, while its main task runs
   // Per node, while its main task runs: the image its listener replayed.
@@ -920,12 +925,24 @@ io::Task<void> membership_agent(io::Context* ctx, raft::RaftNode* node, KraftSha
     for (int32_t id : s->target_voters) {
       if (!voters.contains(id)) changes.emplace_back(true, id);
     }
+    // No voter change while a moved voter's new address is not in the set
+    // yet: the others must stay a majority that can reach each other.
+    if (s->moved >= 0) {
+      auto v = voters.find(s->moved + 1);
+      const std::optional<io::Address> known =
+          v == voters.end() ? std::nullopt : v->second.address(node->config().listener_name);
+      if (v != voters.end() && known != s->address_of(s->moved)) continue;
+    }
     for (const auto& entry : voters) {
       if (!s->target_voters.contains(entry.first)) changes.emplace_back(false, entry.first);
     }
     if (changes.empty()) continue;
     const auto [add, id] = changes[ctx->random().uniform(changes.size())];
     auto it = peers.find(leader);
+    if (it != peers.end() && it->second->address() != s->address_of(leader - 1)) {
+      peers.erase(it);  // the leader moved (no call of this agent is in flight)
+      it = peers.end();
+    }
     if (it == peers.end()) {
       it = peers.emplace(leader, std::make_unique<net::Peer>(ctx->network(), ctx->clock(),
                                                              s->address_of(leader - 1),
@@ -976,7 +993,37 @@ io::Task<absl::Status> format_standalone(io::Context* ctx, const KraftShared* s,
   co_return co_await raft::write_bootstrap_checkpoint(ctx->disk(), rc.log_dir, std::move(first));
 }
 
+// Three or more voters, and every running node's latest voter set is the
+// committed one.
+bool settled_voters(const KraftShared* s) {
+  const std::set<int32_t> committed = s->final_voters();
+  if (committed.size() < 3) return false;
+  for (const raft::RaftNode* n : s->live) {
+    if (n == nullptr) continue;
+    std::set<int32_t> ids;
+    for (const auto& entry : n->voters()) ids.insert(entry.first);
+    if (ids != committed) return false;
+  }
+  return true;
+}
+
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
+  if (s->boots.size() <= static_cast<size_t>(index)) s->boots.resize(static_cast<size_t>(index) + 1, 0);
+  const int boot = ++s->boots[static_cast<size_t>(index)];
+  if (s->config.reconfig && boot > 1 && s->port_moves == 0 && settled_voters(s) && ctx->random().bernoulli(0.3)) {
+    // Back on another port: the voter set still names the old one until
+    // this node's UpdateRaftVoter commits, and a leader elected meanwhile
+    // must still be reachable (it tells its followers in BeginQuorumEpoch).
+    // Once per run, among three or more voters with no voter change under
+    // way, and the agents change no voter until the move is recorded: the
+    // others can still reach a majority. (A quorum in which most voters
+    // moved at once, or one of two, can elect no leader that would record
+    // the new addresses; Kafka's quorum is no different.)
+    io::Address& a = s->addresses[static_cast<size_t>(index)];
+    a = io::Address(a.host, static_cast<uint16_t>(kControllerPort + boot));
+    ++s->port_moves;
+    s->moved = index;
+  }
   if (s->config.reconfig && index == 0) {
     absl::Status formatted = co_await format_standalone(ctx, s, index);
     if (!formatted.ok()) {
@@ -1365,8 +1412,8 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
         o.registrations, o.heartbeats, o.isr_changes, o.producer_id_blocks, o.admin_ok, o.admin_requests);
   }
   if (config.reconfig) {
-    result.summary = fmt::format("reconfig: changes asked={} added={} removed={} final voters=[{}]; ",
-                                 o.voter_changes_asked, o.voters_added, o.voters_removed,
+    result.summary = fmt::format("reconfig: changes asked={} added={} removed={} port-moves={} final voters=[{}]; ",
+                                 o.voter_changes_asked, o.voters_added, o.voters_removed, shared.port_moves,
                                  fmt::join(shared.final_voters(), ","));
   }
   result.summary += fmt::format(
