@@ -150,7 +150,6 @@ absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& 
       }
     }
     next = h.next_offset();
-    st.last_epoch = h.partition_leader_epoch;
   }
   st.fetch_offset = next;
   st.end_offset = high_watermark;

@@ -120,7 +120,6 @@ class Consumer {
     std::optional<int64_t> fetch_offset;  // next offset to fetch
     std::optional<OffsetReset> reset;     // a position lookup is due
     std::optional<int64_t> end_offset;
-    int32_t last_epoch = -1;  // leader epoch of the last record fetched
     std::optional<int64_t> out_of_range_at;  // OFFSET_OUT_OF_RANGE once here
   };
   struct SessionPartition {

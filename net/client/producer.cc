@@ -178,7 +178,6 @@ io::Task<absl::Status> Producer::send(ProducerRecord record, DeliveryCallback do
   batch.records.push_back(std::move(p));
   batch.bytes += bytes;
   buffered_bytes_ += bytes;
-  ++pending_records_;
   if (fresh || batch.bytes >= config_.batch_size) wake();
   co_return absl::OkStatus();
 }
@@ -251,7 +250,6 @@ void Producer::complete(const TopicPartition& tp, absl::StatusOr<std::pair<int64
     need_producer_id_ = true;
   }
   buffered_bytes_ -= b.bytes;
-  pending_records_ -= b.records.size();
   for (size_t i = 0; i < b.records.size(); ++i) {
     Pending& p = b.records[i];
     outstanding_.erase(p.id);
@@ -329,7 +327,7 @@ io::Task<void> Producer::sender() {
   while (true) {
     wake_.reset();
     if (config_.enable_idempotence && (producer_id_ == net::kNoProducerId || need_producer_id_) &&
-        pending_records_ > 0) {
+        !outstanding_.empty()) {
       co_await init_producer_id();
     }
     io::Instant now = ctx_->clock().now();

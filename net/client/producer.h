@@ -133,7 +133,7 @@ class Producer {
   io::Task<void> flush();
 
   // Records queued or in flight.
-  size_t pending() const { return pending_records_; }
+  size_t pending() const { return outstanding_.size(); }
   const ProducerStats& stats() const { return stats_; }
   Cluster& cluster() { return cluster_; }
 
@@ -181,7 +181,6 @@ class Producer {
   std::map<TopicPartition, PartitionQueue> queues_;
   std::map<std::string, int32_t, std::less<>> sticky_;
   std::map<int32_t, int> in_flight_;  // requests per broker
-  size_t pending_records_ = 0;
   uint64_t next_record_id_ = 0;
   std::set<uint64_t> outstanding_;  // ids of the records without an outcome
   size_t buffered_bytes_ = 0;
