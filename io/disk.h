@@ -47,6 +47,26 @@ class File {
   virtual Task<absl::Status> append(BufferChain data) = 0;
   // Makes every byte written so far durable.
   virtual Task<absl::Status> datasync() = 0;
+  // A hint: asks the kernel to start writing [offset, offset + length) to
+  // the device now, without waiting for it (sync_file_range with
+  // SYNC_FILE_RANGE_WRITE). It promises no durability — only datasync()
+  // does — but keeps dirty data from piling up, so a later datasync, or the
+  // kernel's own writeback, has little left to do at once. Backends without
+  // such a call do nothing.
+  virtual Task<absl::Status> start_writeback(uint64_t offset, uint64_t length) {
+    (void)offset;
+    (void)length;
+    co_return absl::OkStatus();
+  }
+  // A hint: reserves device blocks for [offset, offset + length) without
+  // changing size() (fallocate with FALLOC_FL_KEEP_SIZE), so that appends
+  // there find their blocks allocated; truncate(size()) gives back what is
+  // left past the end. Unimplemented where the backend has no such call.
+  virtual Task<absl::Status> preallocate(uint64_t offset, uint64_t length) {
+    (void)offset;
+    (void)length;
+    co_return absl::UnimplementedError("preallocate");
+  }
   virtual Task<absl::Status> truncate(uint64_t size) = 0;
   virtual uint64_t size() const = 0;
   // Releases the file. Further calls fail. Also done by the destructor.

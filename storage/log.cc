@@ -586,6 +586,7 @@ io::Task<absl::Status> Log::roll_locked() {
   // recovery never sees a hole.
   if (absl::Status s = co_await active().sync(); !s.ok()) co_return fail(std::move(s));
   active().on_become_inactive();
+  co_await active().release_preallocation();
   const int64_t base = log_end_offset_;
   absl::StatusOr<std::unique_ptr<Segment>> segment =
       co_await Segment::create(*disk_, dir_, base, config_, now_ms());
@@ -645,6 +646,12 @@ io::Task<absl::Status> Log::maybe_flush_by_time() {
     co_return absl::OkStatus();
   }
   co_return co_await flush(log_end_offset_);
+}
+
+io::Task<void> Log::start_writeback() {
+  if (offline()) co_return;
+  const std::shared_ptr<Segment> segment = segments_.rbegin()->second;  // kept alive meanwhile
+  co_await segment->start_writeback();
 }
 
 io::Task<absl::Status> Log::remove_segments_from(
@@ -1149,6 +1156,7 @@ io::Task<absl::Status> Log::close() {
     if (status.ok()) status = co_await producers_.write_snapshot_file(*disk_, dir_, log_end_offset_);
     if (!status.ok()) (void)fail(status);
   }
+  co_await active().release_preallocation();
   for (auto& [base, segment] : segments_) (void)co_await segment->close();
   co_return failure_;
 }

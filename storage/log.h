@@ -195,6 +195,9 @@ class Log {
   io::Task<absl::StatusOr<std::optional<TimestampOffset>>> offset_for_timestamp(int64_t ts);
   // Runs the flush.ms policy: flushes when the last flush is older.
   io::Task<absl::Status> maybe_flush_by_time();
+  // Starts the device write of the active segment's newest bytes
+  // (Segment::start_writeback); call it every few hundred milliseconds.
+  io::Task<void> start_writeback();
   // Flushes, writes the index files of every segment and closes the files.
   io::Task<absl::Status> close();
 

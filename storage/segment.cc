@@ -565,6 +565,8 @@ io::Task<absl::StatusOr<uint64_t>> Segment::truncate_to(int64_t offset) {
   CO_RETURN_IF_ERROR(co_await log_->datasync());
   size_ = position;
   synced_size_ = std::min(synced_size_, size_);
+  writeback_started_ = std::min(writeback_started_, size_);
+  preallocated_ = 0;  // the truncation gave the reserved blocks back
   next_offset_ = std::min(first_removed->header.base_offset, offset);
   if (position == 0) {
     reset_indexes();
@@ -587,7 +589,32 @@ io::Task<absl::Status> Segment::sync() {
   co_return absl::OkStatus();
 }
 
+io::Task<void> Segment::start_writeback() {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t from = std::max(writeback_started_, synced_size_);
+  const uint64_t to = size_ / kPage * kPage;
+  if (to < from + kWritebackMinBytes) co_return;
+  writeback_started_ = to;
+  (void)co_await log_->start_writeback(from, to - from);
+  // A busy segment: keep its next blocks allocated ahead of the appends, so
+  // that the kernel's writeback, which otherwise allocates them while
+  // holding the lock appends need, seldom has to.
+  if (inactive_ || preallocated_ >= size_ + kPreallocateBytes / 2) co_return;
+  const uint64_t start = std::max(preallocated_, size_);
+  if (!(co_await log_->preallocate(start, kPreallocateBytes)).ok()) co_return;
+  preallocated_ = start + kPreallocateBytes;
+  // Rolled meanwhile: give the blocks back.
+  if (inactive_) co_await release_preallocation();
+}
+
+io::Task<void> Segment::release_preallocation() {
+  if (preallocated_ <= size_) co_return;
+  preallocated_ = 0;
+  (void)co_await log_->truncate(size_);
+}
+
 void Segment::on_become_inactive() {
+  inactive_ = true;
   if (max_timestamp_ms_ != net::kNoTimestamp && !time_index_.full()) {
     time_index_.maybe_append(max_timestamp_ms_, offset_of_max_timestamp_);
   }

@@ -207,6 +207,19 @@ class Segment {
 
   // Makes the log file durable.
   io::Task<absl::Status> sync();
+  // Starts the device write of the bytes appended since the last call (at
+  // least kWritebackMinBytes of them; whole pages only), without waiting
+  // for it: io::File::start_writeback. Dirty data then never piles up in
+  // the page cache, so neither the kernel's writeback nor the sync at a
+  // roll stalls appends for long. A segment busy enough to get here also
+  // keeps kPreallocateBytes of blocks reserved past its end
+  // (io::File::preallocate) until it becomes inactive. Errors are the next
+  // datasync's to report.
+  io::Task<void> start_writeback();
+  static constexpr uint64_t kWritebackMinBytes = uint64_t{1} << 20;
+  static constexpr uint64_t kPreallocateBytes = uint64_t{64} << 20;
+  // Gives back the blocks reserved past the end (at a roll, at close).
+  io::Task<void> release_preallocation();
   // Adds the final time index entry (Kafka's onBecomeInactiveSegment).
   void on_become_inactive();
   // Writes the index files (`.index`, `.timeindex`, and `.txnindex` when
@@ -252,6 +265,9 @@ class Segment {
   bool txn_index_lost_ = false;
   uint64_t size_ = 0;
   uint64_t synced_size_ = 0;
+  uint64_t writeback_started_ = 0;  // start_writeback() covered [0, this)
+  uint64_t preallocated_ = 0;       // blocks reserved up to here
+  bool inactive_ = false;           // on_become_inactive() ran
   int64_t next_offset_;
   int64_t max_timestamp_ms_ = net::kNoTimestamp;
   int64_t offset_of_max_timestamp_ = -1;

@@ -406,6 +406,32 @@ Task<void> truncate_shrinks_and_grows(Backend* b) {
 // follow it.
 TEST_P(IoConformance, TruncateShrinksAndGrows) { run(truncate_shrinks_and_grows(backend())); }
 
+Task<void> writeback_hints_change_nothing(Backend* b) {
+  io::Disk& disk = b->node(0).disk();
+  CO_ASSERT_OK_AND_ASSIGN(auto file, co_await disk.open("w", OpenMode::kCreate));
+  const std::string bytes = pattern(3 << 20, 7);
+  CO_ASSERT_OK(co_await file->append(chain_of(bytes, bytes.size())));
+  CO_ASSERT_OK(co_await file->start_writeback(0, 1 << 20));
+  CO_ASSERT_OK(co_await file->start_writeback(1 << 20, bytes.size() - (1 << 20)));
+  // Preallocation is optional, but where it exists it never shows.
+  const absl::Status reserved = co_await file->preallocate(file->size(), 8 << 20);
+  EXPECT_TRUE(reserved.ok() || absl::IsUnimplemented(reserved)) << reserved;
+  EXPECT_EQ(file->size(), bytes.size());
+  CO_ASSERT_OK(co_await file->append(chain_of("tail", 4)));
+  EXPECT_EQ(file->size(), bytes.size() + 4) << "append writes at the end, not past the reservation";
+  CO_ASSERT_OK(co_await file->truncate(file->size()));  // gives the reservation back
+  CO_ASSERT_OK(co_await file->datasync());
+  CO_ASSERT_OK(co_await file->close());
+  CO_ASSERT_OK_AND_ASSIGN(auto reopened, co_await disk.open("w", OpenMode::kReadOnly));
+  EXPECT_EQ(reopened->size(), bytes.size() + 4);
+  CO_ASSERT_OK_AND_ASSIGN(Buffer back, co_await reopened->read_at(0, bytes.size() + 100));
+  EXPECT_SAME_BYTES(std::string(back.view()), bytes + "tail");
+}
+
+// start_writeback() and preallocate() are hints: neither changes a file's
+// size or bytes, and appends still land at the end.
+TEST_P(IoConformance, WritebackHintsChangeNothing) { run(writeback_hints_change_nothing(backend())); }
+
 Task<void> rename_replaces_and_remove_deletes(Backend* b) {
   io::Disk& disk = b->node(0).disk();
   CO_ASSERT_OK(co_await write_file(&disk, "a", "new contents"));

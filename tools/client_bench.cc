@@ -12,8 +12,8 @@
 // Options: --messages N (default 500000) --size BYTES (1024) --partitions P
 // (6) --replication-factor R (1) --min-insync N (the topic's
 // min.insync.replicas; the broker's default) --acks 0|1|all (1) --linger-ms
-// MS (1) --batch-bytes B (1048576) --rate-seconds S (10) --topic NAME (a
-// fresh one). --broker-pid may be given once per broker: the peak line
+// MS (1) --batch-bytes B (1048576) --rate-seconds S (10) --rate-timeline
+// (the rate phase's p99 and maximum per 100 ms) --topic NAME (a fresh one). --broker-pid may be given once per broker: the peak line
 // prints MB produced per CPU-second of one broker (their mean) and of all
 // of them together.
 //
@@ -67,6 +67,7 @@ struct Options {
   int linger_ms = 1;
   long batch_bytes = 1 << 20;
   int rate_seconds = 10;
+  bool rate_timeline = false;
   std::string topic;
 };
 
@@ -110,6 +111,10 @@ struct Delivery {
   std::atomic<long> done{0};
   std::atomic<long> failed{0};
   std::vector<int64_t>* latencies_us = nullptr;  // rate phase only
+  // With --rate-timeline: (intended send time since the phase began, latency)
+  // per message, both in microseconds.
+  std::vector<std::pair<int64_t, int64_t>>* timeline = nullptr;
+  Clock::time_point phase_start;
 };
 
 void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
@@ -118,8 +123,12 @@ void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     if (d->failed++ < 5) std::fprintf(stderr, "delivery failed: %s\n", rd_kafka_err2str(m->err));
   } else if (d->latencies_us != nullptr && m->_private != nullptr) {
     const auto intended = Clock::time_point(Clock::duration(reinterpret_cast<intptr_t>(m->_private)));
-    d->latencies_us->push_back(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - intended).count());
+    const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - intended).count();
+    d->latencies_us->push_back(us);
+    if (d->timeline != nullptr) {
+      d->timeline->emplace_back(
+          std::chrono::duration_cast<std::chrono::microseconds>(intended - d->phase_start).count(), us);
+    }
   }
   d->done++;
 }
@@ -193,6 +202,23 @@ int64_t pct(std::vector<int64_t>& v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
+// One line per 100 ms of the rate phase (by intended send time): how many
+// messages, their p99 and their maximum latency, so that a tail can be told
+// apart as spread out or as a few stalls.
+void print_timeline(std::vector<std::pair<int64_t, int64_t>>& timeline) {
+  std::sort(timeline.begin(), timeline.end());
+  size_t i = 0;
+  while (i < timeline.size()) {
+    const int64_t slot = timeline[i].first / 100000;
+    std::vector<int64_t> in_slot;
+    for (; i < timeline.size() && timeline[i].first / 100000 == slot; ++i) in_slot.push_back(timeline[i].second);
+    std::sort(in_slot.begin(), in_slot.end());
+    std::printf("timeline: at-ms=%ld messages=%zu p99-ms=%.2f max-ms=%.2f\n", static_cast<long>(slot * 100),
+                in_slot.size(), static_cast<double>(pct(in_slot, 0.99)) / 1000,
+                static_cast<double>(in_slot.back()) / 1000);
+  }
+}
+
 void run_kafka(const Options& o, const std::string& bootstrap) {
   Delivery d;
   rd_kafka_t* rk = new_producer(o, bootstrap, &d);
@@ -232,7 +258,13 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   const double rate = peak_rate / 3;
   const auto interval = std::chrono::duration<double>(1.0 / rate);
   long sent = 0;
+  std::vector<std::pair<int64_t, int64_t>> timeline;
+  if (o.rate_timeline) {
+    timeline.reserve(latencies.capacity());
+    d.timeline = &timeline;
+  }
   t0 = Clock::now();
+  d.phase_start = t0;
   const auto end = t0 + std::chrono::seconds(o.rate_seconds);
   while (true) {
     const auto intended = t0 + std::chrono::duration_cast<Clock::duration>(interval * static_cast<double>(sent));
@@ -250,6 +282,8 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
               latencies.empty() ? 0.0 : static_cast<double>(latencies.back()) / 1000);
   std::fflush(stdout);
   d.latencies_us = nullptr;
+  d.timeline = nullptr;
+  if (o.rate_timeline) print_timeline(timeline);
   const long total = o.messages + sent;
   rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
@@ -383,6 +417,8 @@ int main(int argc, char** argv) {
       o.linger_ms = std::stoi(value());
     } else if (a == "--batch-bytes") {
       o.batch_bytes = std::stol(value());
+    } else if (a == "--rate-timeline") {
+      o.rate_timeline = true;
     } else if (a == "--rate-seconds") {
       o.rate_seconds = std::stoi(value());
     } else if (a == "--topic") {

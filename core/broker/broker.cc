@@ -320,8 +320,32 @@ io::Task<absl::Status> Broker::run() {
   tasks.spawn(apply_loop());
   tasks.spawn(lifecycle_loop());
   tasks.spawn(isr_loop());
+  tasks.spawn(log_loop());
   co_await failed_.wait();
   co_return failure_;
+}
+
+io::Task<void> Broker::log_loop() {
+  // Short enough that a partition's unwritten bytes stay a few MB at the
+  // rates one broker takes, so the sync at a roll finds little to do.
+  constexpr io::Duration kLogMaintenanceInterval = std::chrono::milliseconds(250);
+  while (true) {
+    co_await ctx_->clock().sleep_for(kLogMaintenanceInterval);
+    std::vector<std::pair<PartitionKey, std::shared_ptr<Partition>>> snapshot(partitions_.begin(),
+                                                                              partitions_.end());
+    // A partition removed meanwhile has a closed log: skip it.
+    auto current = [&](const PartitionKey& key, const std::shared_ptr<Partition>& p) {
+      auto it = partitions_.find(key);
+      return it != partitions_.end() && it->second == p;
+    };
+    for (const auto& [key, p] : snapshot) {
+      if (!current(key, p)) continue;
+      co_await p->log->start_writeback();
+      if (!current(key, p)) continue;
+      const absl::Status flushed = co_await p->log->maybe_flush_by_time();
+      if (!flushed.ok() && current(key, p)) log_failed(flushed);
+    }
+  }
 }
 
 void Broker::log_failed(const absl::Status& status) {

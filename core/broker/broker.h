@@ -232,6 +232,10 @@ class Broker final : public raft::RaftListener {
   void maybe_expand_isr(const std::shared_ptr<Partition>& p, int32_t replica);
   // Every half lag time: followers not caught up within the lag time leave the ISR.
   io::Task<void> isr_loop();
+  // Every kLogMaintenanceInterval, for each partition log: starts the device
+  // write of its newest bytes (storage::Log::start_writeback) and runs the
+  // flush.ms policy.
+  io::Task<void> log_loop();
   // AlterPartition to the controller; applies the answer.
   io::Task<void> alter_isr(std::shared_ptr<Partition> p, std::vector<int32_t> new_isr);
   // Starts a fetcher for every leader this broker follows a partition of.

@@ -70,6 +70,22 @@ class PosixFile final : public File {
     co_return write_now(size_, std::move(data));
   }
   Task<absl::Status> datasync() override { co_return datasync_now(); }
+  Task<absl::Status> start_writeback(uint64_t offset, uint64_t length) override {
+    CO_RETURN_IF_ERROR(check_writable());
+    if (::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(length),
+                          SYNC_FILE_RANGE_WRITE) != 0) {
+      co_return disk_error(errno, fmt::format("sync_file_range {}", path_));
+    }
+    co_return absl::OkStatus();
+  }
+  Task<absl::Status> preallocate(uint64_t offset, uint64_t length) override {
+    CO_RETURN_IF_ERROR(check_writable());
+    if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                    static_cast<off_t>(length)) != 0) {
+      co_return disk_error(errno, fmt::format("fallocate {}", path_));
+    }
+    co_return absl::OkStatus();
+  }
   Task<absl::Status> truncate(uint64_t size) override { co_return truncate_now(size); }
   uint64_t size() const override { return size_; }
   Task<absl::Status> close() override { co_return close_now(); }

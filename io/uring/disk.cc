@@ -142,6 +142,43 @@ Task<absl::Status> datasync_impl(std::shared_ptr<FileState> f) {
                              fmt::format("datasync {}", f->path));
 }
 
+// sync_file_range(SYNC_FILE_RANGE_WRITE) through the ring: the kernel's
+// worker submits the writeback, the loop does not wait on the device.
+Task<absl::Status> start_writeback_impl(std::shared_ptr<FileState> f, uint64_t offset,
+                                        uint64_t length) {
+  CO_RETURN_IF_ERROR(check_writable(*f));
+  Operation op(*f->loop);
+  op.op().fd = f->fd;
+  constexpr uint64_t kMaxPiece = uint64_t{1} << 30;  // the SQE's length is 32 bits
+  while (length > 0) {
+    const uint64_t piece = std::min(length, kMaxPiece);
+    io_uring_sqe* sqe = op.prepare();
+    io_uring_prep_sync_file_range(sqe, f->fd.get(), static_cast<unsigned>(piece), offset,
+                                  SYNC_FILE_RANGE_WRITE);
+    const int32_t res = co_await op;
+    if (res == -EINTR || res == -EAGAIN) continue;
+    if (res < 0) co_return disk_error(-res, fmt::format("sync_file_range {}", f->path));
+    offset += piece;
+    length -= piece;
+  }
+  co_return absl::OkStatus();
+}
+
+Task<absl::Status> preallocate_impl(std::shared_ptr<FileState> f, uint64_t offset,
+                                    uint64_t length) {
+  CO_RETURN_IF_ERROR(check_writable(*f));
+  Operation op(*f->loop);
+  op.op().fd = f->fd;
+  for (;;) {
+    io_uring_sqe* sqe = op.prepare();
+    io_uring_prep_fallocate(sqe, f->fd.get(), FALLOC_FL_KEEP_SIZE, offset, length);
+    const int32_t res = co_await op;
+    if (res == -EINTR || res == -EAGAIN) continue;
+    if (res < 0) co_return disk_error(-res, fmt::format("fallocate {}", f->path));
+    co_return absl::OkStatus();
+  }
+}
+
 class UringFile final : public io::File {
  public:
   explicit UringFile(std::shared_ptr<FileState> state) : state_(std::move(state)) {}
@@ -157,6 +194,12 @@ class UringFile final : public io::File {
     return append_impl(state_, std::move(data));
   }
   Task<absl::Status> datasync() override { return datasync_impl(state_); }
+  Task<absl::Status> start_writeback(uint64_t offset, uint64_t length) override {
+    return start_writeback_impl(state_, offset, length);
+  }
+  Task<absl::Status> preallocate(uint64_t offset, uint64_t length) override {
+    return preallocate_impl(state_, offset, length);
+  }
   Task<absl::Status> truncate(uint64_t size) override { return truncate_impl(state_, size); }
   uint64_t size() const override { return state_->size; }
   Task<absl::Status> close() override { return close_impl(state_); }
