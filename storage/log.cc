@@ -1156,7 +1156,7 @@ io::Task<absl::Status> Log::close() {
     if (status.ok()) status = co_await producers_.write_snapshot_file(*disk_, dir_, log_end_offset_);
     if (!status.ok()) (void)fail(status);
   }
-  co_await active().release_preallocation();
+  if (!offline()) co_await active().release_preallocation();
   for (auto& [base, segment] : segments_) (void)co_await segment->close();
   co_return failure_;
 }
