@@ -45,6 +45,7 @@ void Consumer::seek(const TopicPartition& tp, int64_t offset) {
   auto it = state_.find(tp);
   if (it == state_.end()) return;
   std::erase_if(buffered_, [&](const ConsumerRecord& r) { return r.topic == tp.topic && r.partition == tp.partition; });
+  it->second.buffered = 0;
   it->second.position = offset;
   it->second.fetch_offset = offset;
   it->second.reset.reset();
@@ -146,6 +147,7 @@ absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& 
         out.value = std::move(r.value);
         out.headers = std::move(r.headers);
         buffered_.push_back(std::move(out));
+        ++st.buffered;
         ++stats_.records;
       }
     }
@@ -154,9 +156,7 @@ absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& 
   st.fetch_offset = next;
   st.end_offset = high_watermark;
   // A partition with nothing buffered has its position where fetching is.
-  bool any = false;
-  for (const ConsumerRecord& r : buffered_) any = any || (r.topic == tp.topic && r.partition == tp.partition);
-  if (!any) st.position = next;
+  if (st.buffered == 0) st.position = next;
   return absl::OkStatus();
 }
 
@@ -269,6 +269,7 @@ io::Task<absl::Status> Consumer::fetch_from(int32_t broker, std::vector<TopicPar
           metadata_wanted_ = true;
         } else {
           std::erase_if(buffered_, [&](const ConsumerRecord& x) { return x.topic == tp.topic && x.partition == tp.partition; });
+          st->second.buffered = 0;
           st->second.out_of_range_at.reset();
           st->second.position.reset();
           st->second.fetch_offset.reset();
@@ -290,15 +291,15 @@ std::vector<ConsumerRecord> Consumer::drain() {
     out.push_back(std::move(buffered_.front()));
     buffered_.pop_front();
   }
-  // Positions move past what is handed out.
+  // Positions move past what is handed out; a partition left with nothing
+  // buffered has its position where fetching is.
   for (const ConsumerRecord& r : out) {
     auto it = state_.find(TopicPartition(r.topic, r.partition));
-    if (it != state_.end()) it->second.position = r.offset + 1;
-  }
-  for (auto& [tp, st] : state_) {
-    bool any = false;
-    for (const ConsumerRecord& r : buffered_) any = any || (r.topic == tp.topic && r.partition == tp.partition);
-    if (!any && st.fetch_offset.has_value()) st.position = st.fetch_offset;
+    if (it == state_.end()) continue;
+    PartitionState& st = it->second;
+    st.position = r.offset + 1;
+    BROOK_ASSERT(st.buffered > 0);
+    if (--st.buffered == 0 && st.fetch_offset.has_value()) st.position = st.fetch_offset;
   }
   return out;
 }

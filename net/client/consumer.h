@@ -121,6 +121,7 @@ class Consumer {
     std::optional<OffsetReset> reset;     // a position lookup is due
     std::optional<int64_t> end_offset;
     std::optional<int64_t> out_of_range_at;  // OFFSET_OUT_OF_RANGE once here
+    size_t buffered = 0;                     // its records in buffered_
   };
   struct SessionPartition {
     int64_t fetch_offset = 0;
