@@ -509,7 +509,9 @@ net::Peer* RaftNode::peer(int32_t id) {
   auto it = peers_.find(id);
   if (it != peers_.end()) {
     if (!address.has_value() || it->second->address() == *address) return it->second.get();
-    // The node moved (a new voter set, or its own word as leader).
+    // The node moved (a new voter set, or its own word as leader). The old
+    // connection stays until no call uses it.
+    std::erase_if(retired_peers_, [](const std::unique_ptr<net::Peer>& p) { return p->in_flight() == 0; });
     retired_peers_.push_back(std::move(it->second));
     peers_.erase(it);
   }

@@ -352,8 +352,8 @@ class RaftNode {
   std::set<int32_t> rejected_;
   std::map<int32_t, Progress> progress_;  // leader: every replica that fetches
   std::map<int32_t, std::unique_ptr<net::Peer>> peers_;
-  // Connections replaced by one to a newer address; calls in flight may
-  // still use them.
+  // Connections replaced by one to a newer address while calls in flight
+  // may still use them; freed at the next replacement once idle.
   std::vector<std::unique_ptr<net::Peer>> retired_peers_;
   std::vector<std::unique_ptr<net::Peer>> bootstrap_peers_;
   VoterHistory history_;

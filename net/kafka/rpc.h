@@ -18,6 +18,7 @@
 // with acks=0).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +52,7 @@ class Peer {
   // `timeout` (connecting included).
   template <Message Resp, Message Req>
   io::Task<absl::StatusOr<Resp>> call(const Req& request, int16_t version, io::Duration timeout) {
+    const InFlight counted(&in_flight_);
     const int32_t correlation_id = next_correlation_id_++;
     absl::StatusOr<io::BufferChain> frame =
         encode_request(request, version, correlation_id, client_id_);
@@ -65,6 +67,7 @@ class Peer {
   // acks=0, which the broker does not answer): OK once it is written.
   template <Message Req>
   io::Task<absl::Status> send(const Req& request, int16_t version, io::Duration timeout) {
+    const InFlight counted(&in_flight_);
     const int32_t correlation_id = next_correlation_id_++;
     absl::StatusOr<io::BufferChain> frame = encode_request(request, version, correlation_id, client_id_);
     if (!frame.ok()) co_return frame.status();
@@ -74,8 +77,22 @@ class Peer {
   // Drops the idle connections (e.g. when the peer is known to have moved).
   void reset() { idle_.clear(); }
   const io::Address& address() const { return address_; }
+  // Calls and sends under way (or suspended): the Peer must outlive them.
+  size_t in_flight() const { return in_flight_; }
 
  private:
+  // Counts a call for as long as its coroutine frame lives.
+  class InFlight {
+   public:
+    explicit InFlight(size_t* count) : count_(count) { ++*count_; }
+    ~InFlight() { --*count_; }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+   private:
+    size_t* count_;
+  };
+
   io::Task<absl::StatusOr<io::Buffer>> exchange(io::BufferChain frame, int32_t correlation_id,
                                                 io::Duration timeout);
   io::Task<absl::Status> write_only(io::BufferChain frame, io::Duration timeout);
@@ -88,6 +105,7 @@ class Peer {
   std::string client_id_;
   int32_t max_response_bytes_;
   int32_t next_correlation_id_ = 1;
+  size_t in_flight_ = 0;
   std::vector<std::unique_ptr<io::Connection>> idle_;
 };
 
