@@ -331,19 +331,15 @@ io::Task<void> Broker::log_loop() {
   constexpr io::Duration kLogMaintenanceInterval = std::chrono::milliseconds(250);
   while (true) {
     co_await ctx_->clock().sleep_for(kLogMaintenanceInterval);
-    std::vector<std::pair<PartitionKey, std::shared_ptr<Partition>>> snapshot(partitions_.begin(),
-                                                                              partitions_.end());
+    std::vector<std::shared_ptr<Partition>> snapshot;
+    for (const auto& [key, p] : partitions_) snapshot.push_back(p);
     // A partition removed meanwhile has a closed log: skip it.
-    auto current = [&](const PartitionKey& key, const std::shared_ptr<Partition>& p) {
-      auto it = partitions_.find(key);
-      return it != partitions_.end() && it->second == p;
-    };
-    for (const auto& [key, p] : snapshot) {
-      if (!current(key, p)) continue;
+    for (const std::shared_ptr<Partition>& p : snapshot) {
+      if (find(p->topic, p->index) != p) continue;
       co_await p->log->start_writeback();
-      if (!current(key, p)) continue;
+      if (find(p->topic, p->index) != p) continue;
       const absl::Status flushed = co_await p->log->maybe_flush_by_time();
-      if (!flushed.ok() && current(key, p)) log_failed(flushed);
+      if (!flushed.ok() && find(p->topic, p->index) == p) log_failed(flushed);
     }
   }
 }
