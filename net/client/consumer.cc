@@ -41,11 +41,16 @@ void Consumer::assign(std::vector<TopicPartition> partitions) {
   metadata_wanted_ = true;
 }
 
+void Consumer::drop_buffered(const TopicPartition& tp, PartitionState& st) {
+  if (st.buffered == 0) return;
+  std::erase_if(buffered_, [&](const ConsumerRecord& r) { return r.topic == tp.topic && r.partition == tp.partition; });
+  st.buffered = 0;
+}
+
 void Consumer::seek(const TopicPartition& tp, int64_t offset) {
   auto it = state_.find(tp);
   if (it == state_.end()) return;
-  std::erase_if(buffered_, [&](const ConsumerRecord& r) { return r.topic == tp.topic && r.partition == tp.partition; });
-  it->second.buffered = 0;
+  drop_buffered(tp, it->second);
   it->second.position = offset;
   it->second.fetch_offset = offset;
   it->second.reset.reset();
@@ -268,8 +273,7 @@ io::Task<absl::Status> Consumer::fetch_from(int32_t broker, std::vector<TopicPar
           st->second.out_of_range_at = w->second.fetch_offset;
           metadata_wanted_ = true;
         } else {
-          std::erase_if(buffered_, [&](const ConsumerRecord& x) { return x.topic == tp.topic && x.partition == tp.partition; });
-          st->second.buffered = 0;
+          drop_buffered(tp, st->second);
           st->second.out_of_range_at.reset();
           st->second.position.reset();
           st->second.fetch_offset.reset();

@@ -123,6 +123,8 @@ class Consumer {
     std::optional<int64_t> out_of_range_at;  // OFFSET_OUT_OF_RANGE once here
     size_t buffered = 0;                     // its records in buffered_
   };
+  // Removes the partition's buffered records.
+  void drop_buffered(const TopicPartition& tp, PartitionState& st);
   struct SessionPartition {
     int64_t fetch_offset = 0;
     int32_t leader_epoch = -1;
