@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -122,18 +123,25 @@ Task<absl::Status> append_impl(std::shared_ptr<FileState> f, BufferChain data) {
   co_return co_await write_at_impl(std::move(f), offset, std::move(data));
 }
 
-// fsync (or fdatasync) of `fd` through the ring.
-Task<absl::Status> sync_fd(Loop* loop, SharedFd fd, unsigned flags, std::string what) {
+// One operation on `fd` that reports only success or an errno, prepared by
+// `prepare` and retried on EINTR/EAGAIN.
+using FdOpPrepare = std::function<void(io_uring_sqe*, int)>;
+Task<absl::Status> fd_op(Loop* loop, SharedFd fd, FdOpPrepare prepare, std::string what) {
   Operation op(*loop);
   op.op().fd = fd;
   for (;;) {
-    io_uring_sqe* sqe = op.prepare();
-    io_uring_prep_fsync(sqe, fd.get(), flags);
+    prepare(op.prepare(), fd.get());
     const int32_t res = co_await op;
     if (res == -EINTR || res == -EAGAIN) continue;
     if (res < 0) co_return disk_error(-res, what);
     co_return absl::OkStatus();
   }
+}
+
+// fsync (or fdatasync) of `fd` through the ring.
+Task<absl::Status> sync_fd(Loop* loop, SharedFd fd, unsigned flags, std::string what) {
+  const FdOpPrepare prepare = [flags](io_uring_sqe* sqe, int raw) { io_uring_prep_fsync(sqe, raw, flags); };
+  co_return co_await fd_op(loop, std::move(fd), prepare, std::move(what));
 }
 
 Task<absl::Status> datasync_impl(std::shared_ptr<FileState> f) {
@@ -147,17 +155,14 @@ Task<absl::Status> datasync_impl(std::shared_ptr<FileState> f) {
 Task<absl::Status> start_writeback_impl(std::shared_ptr<FileState> f, uint64_t offset,
                                         uint64_t length) {
   CO_RETURN_IF_ERROR(check_writable(*f));
-  Operation op(*f->loop);
-  op.op().fd = f->fd;
   constexpr uint64_t kMaxPiece = uint64_t{1} << 30;  // the SQE's length is 32 bits
   while (length > 0) {
-    const uint64_t piece = std::min(length, kMaxPiece);
-    io_uring_sqe* sqe = op.prepare();
-    io_uring_prep_sync_file_range(sqe, f->fd.get(), static_cast<unsigned>(piece), offset,
-                                  SYNC_FILE_RANGE_WRITE);
-    const int32_t res = co_await op;
-    if (res == -EINTR || res == -EAGAIN) continue;
-    if (res < 0) co_return disk_error(-res, fmt::format("sync_file_range {}", f->path));
+    const unsigned piece = static_cast<unsigned>(std::min(length, kMaxPiece));
+    const FdOpPrepare prepare = [piece, offset](io_uring_sqe* sqe, int raw) {
+      io_uring_prep_sync_file_range(sqe, raw, piece, offset, SYNC_FILE_RANGE_WRITE);
+    };
+    CO_RETURN_IF_ERROR(
+        co_await fd_op(f->loop, f->fd, prepare, fmt::format("sync_file_range {}", f->path)));
     offset += piece;
     length -= piece;
   }
@@ -167,16 +172,10 @@ Task<absl::Status> start_writeback_impl(std::shared_ptr<FileState> f, uint64_t o
 Task<absl::Status> preallocate_impl(std::shared_ptr<FileState> f, uint64_t offset,
                                     uint64_t length) {
   CO_RETURN_IF_ERROR(check_writable(*f));
-  Operation op(*f->loop);
-  op.op().fd = f->fd;
-  for (;;) {
-    io_uring_sqe* sqe = op.prepare();
-    io_uring_prep_fallocate(sqe, f->fd.get(), FALLOC_FL_KEEP_SIZE, offset, length);
-    const int32_t res = co_await op;
-    if (res == -EINTR || res == -EAGAIN) continue;
-    if (res < 0) co_return disk_error(-res, fmt::format("fallocate {}", f->path));
-    co_return absl::OkStatus();
-  }
+  const FdOpPrepare prepare = [offset, length](io_uring_sqe* sqe, int raw) {
+    io_uring_prep_fallocate(sqe, raw, FALLOC_FL_KEEP_SIZE, offset, length);
+  };
+  co_return co_await fd_op(f->loop, f->fd, prepare, fmt::format("fallocate {}", f->path));
 }
 
 class UringFile final : public io::File {
