@@ -1,0 +1,322 @@
+// coordinators/group/group_coordinator.h
+//
+// GroupCoordinator: Kafka's classic consumer group protocol (JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup) and committed offsets (OffsetCommit,
+// OffsetFetch, OffsetDelete), with DescribeGroups, ListGroups and
+// DeleteGroups, written against io::Context so it runs in the simulator and
+// on real I/O alike.
+//
+// State lives in the partitions of `__consumer_offsets`: a group belongs to
+// partition abs(java_hash(group id)) % offsets.topic.num.partitions, and
+// its state changes are records of that partition (OffsetCommitKey/Value,
+// GroupMetadataKey/Value in Kafka's formats, a null value deleting). The
+// coordinator serves a partition only while this broker leads it: the
+// broker calls begin_load() when it becomes leader, replays the partition's
+// records through replay() and calls finish_load(); unload() drops the
+// partition's groups when leadership moves away. Requests for a group of a
+// partition not led here answer NOT_COORDINATOR, and during the load
+// COORDINATOR_LOAD_IN_PROGRESS, which clients retry after finding the
+// coordinator again.
+//
+// Records are written through CoordinatorLog::write, which returns once
+// they are committed (replicated to the ISR). Committed offsets become
+// visible to OffsetFetch only then; a group's assignment is handed to its
+// members only once the GroupMetadata record carrying it is committed.
+//
+// The group state machine follows Kafka's GroupCoordinator: Empty ->
+// PreparingRebalance (members (re)join; completes when every known member
+// has joined or the rebalance timeout passes, after
+// group.initial.rebalance.delay.ms for a group that was empty) ->
+// CompletingRebalance (the leader computes the assignment and sends it in
+// SyncGroup) -> Stable. A member whose heartbeats stop for its session
+// timeout is removed and the group rebalances. JoinGroup v4+ without a
+// member id gets MEMBER_ID_REQUIRED with one to rejoin with; static members
+// (group.instance.id, KIP-345) keep their place across restarts, and an old
+// incarnation of one is fenced (FENCED_INSTANCE_ID).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "io/buffer.h"
+#include "io/context.h"
+#include "io/scope.h"
+#include "io/sync.h"
+#include "io/task.h"
+#include "io/time.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/delete_groups_request.h"
+#include "net/kafka/messages/delete_groups_response.h"
+#include "net/kafka/messages/describe_groups_request.h"
+#include "net/kafka/messages/describe_groups_response.h"
+#include "net/kafka/messages/heartbeat_request.h"
+#include "net/kafka/messages/heartbeat_response.h"
+#include "net/kafka/messages/join_group_request.h"
+#include "net/kafka/messages/join_group_response.h"
+#include "net/kafka/messages/leave_group_request.h"
+#include "net/kafka/messages/leave_group_response.h"
+#include "net/kafka/messages/list_groups_request.h"
+#include "net/kafka/messages/list_groups_response.h"
+#include "net/kafka/messages/offset_commit_request.h"
+#include "net/kafka/messages/offset_commit_response.h"
+#include "net/kafka/messages/offset_delete_request.h"
+#include "net/kafka/messages/offset_delete_response.h"
+#include "net/kafka/messages/offset_fetch_request.h"
+#include "net/kafka/messages/offset_fetch_response.h"
+#include "net/kafka/messages/sync_group_request.h"
+#include "net/kafka/messages/sync_group_response.h"
+
+namespace brook::group {
+
+inline constexpr std::string_view kOffsetsTopic = "__consumer_offsets";
+
+struct GroupCoordinatorConfig {
+  // offsets.topic.num.partitions
+  int32_t offsets_topic_partitions = 50;
+  // group.initial.rebalance.delay.ms
+  io::Duration initial_rebalance_delay{std::chrono::milliseconds(3000)};
+  // group.min.session.timeout.ms, group.max.session.timeout.ms
+  io::Duration min_session_timeout{std::chrono::milliseconds(6000)};
+  io::Duration max_session_timeout{std::chrono::milliseconds(1800000)};
+  // group.max.size
+  int32_t max_group_size = INT32_MAX;
+  // offset.metadata.max.bytes
+  int32_t offset_metadata_max_bytes = 4096;
+  // offsets.retention.minutes, offsets.retention.check.interval.ms
+  io::Duration offsets_retention{std::chrono::minutes(7 * 24 * 60)};
+  io::Duration offsets_retention_check_interval{std::chrono::milliseconds(600000)};
+};
+
+// One record of a coordinator partition; no value deletes the key.
+struct CoordinatorRecord {
+  io::Buffer key;
+  std::optional<io::Buffer> value;
+};
+
+// Where the coordinator's records go (the broker: its __consumer_offsets
+// partitions).
+class CoordinatorLog {
+ public:
+  struct Written {
+    net::Error error = net::Error::kNone;
+    int64_t base_offset = -1;  // the first record's offset when written
+  };
+  virtual ~CoordinatorLog() = default;
+  // Appends `records` as one batch to `partition` as its leader in
+  // `epoch`, and returns once they are committed. NOT_COORDINATOR when this
+  // broker no longer leads the partition in that epoch;
+  // COORDINATOR_NOT_AVAILABLE or REQUEST_TIMED_OUT when the write did not
+  // reach the ISR.
+  virtual io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<CoordinatorRecord> records) = 0;
+  // Whether the topic partition exists (OffsetCommit refuses others).
+  virtual bool partition_exists(const std::string& topic, int32_t partition) const = 0;
+};
+
+// Java's String.hashCode over the UTF-16 code units of `s` (ASCII and
+// UTF-8 text as Java decodes it).
+int32_t java_string_hash(std::string_view s);
+// The __consumer_offsets partition of a group: Kafka's
+// Utils.abs(groupId.hashCode) % partitions.
+int32_t partition_for_group(std::string_view group_id, int32_t partitions);
+
+// __consumer_offsets records in Kafka's formats.
+io::Buffer offset_commit_key(const std::string& group, const std::string& topic, int32_t partition);
+io::Buffer offset_commit_value(int64_t offset, int32_t leader_epoch, const std::string& metadata,
+                               int64_t commit_timestamp_ms);
+io::Buffer group_metadata_key(const std::string& group);
+
+class GroupCoordinator {
+ public:
+  GroupCoordinator(io::Context& ctx, CoordinatorLog& log, GroupCoordinatorConfig config = {});
+  ~GroupCoordinator();
+  GroupCoordinator(const GroupCoordinator&) = delete;
+  GroupCoordinator& operator=(const GroupCoordinator&) = delete;
+
+  const GroupCoordinatorConfig& config() const { return config_; }
+  int32_t partition_for(std::string_view group_id) const {
+    return partition_for_group(group_id, config_.offsets_topic_partitions);
+  }
+
+  // Timers: rebalance and initial delays, session and sync timeouts, offset
+  // expiry. Runs until cancelled.
+  io::Task<void> run();
+
+  // --- loading (see the file comment) ---
+  // This broker leads `partition` in `epoch`: its groups are dropped and
+  // requests for them wait for the load.
+  void begin_load(int32_t partition, int32_t epoch);
+  // One record of the partition, in offset order. A record that cannot be
+  // decoded is an error (the load should stop: the partition is damaged).
+  absl::Status replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
+                      const std::optional<io::Buffer>& value);
+  // The load of `partition` in `epoch` is complete (ignored if a newer
+  // begin_load or an unload came meanwhile).
+  void finish_load(int32_t partition, int32_t epoch);
+  // This broker no longer leads `partition`.
+  void unload(int32_t partition);
+  // The epoch `partition` is served (or being loaded) in, if any.
+  std::optional<int32_t> loaded_epoch(int32_t partition) const;
+  bool loading(int32_t partition) const;
+
+  // --- the group APIs; requests decoded at `version` ---
+  io::Task<net::JoinGroupResponse> join_group(net::JoinGroupRequest request, int16_t version,
+                                              std::string client_id, std::string client_host);
+  io::Task<net::SyncGroupResponse> sync_group(net::SyncGroupRequest request, int16_t version);
+  net::HeartbeatResponse heartbeat(const net::HeartbeatRequest& request, int16_t version);
+  io::Task<net::LeaveGroupResponse> leave_group(net::LeaveGroupRequest request, int16_t version);
+  io::Task<net::OffsetCommitResponse> commit_offsets(net::OffsetCommitRequest request, int16_t version);
+  net::OffsetFetchResponse fetch_offsets(const net::OffsetFetchRequest& request, int16_t version);
+  io::Task<net::OffsetDeleteResponse> delete_offsets(net::OffsetDeleteRequest request, int16_t version);
+  net::DescribeGroupsResponse describe_groups(const net::DescribeGroupsRequest& request, int16_t version);
+  net::ListGroupsResponse list_groups(const net::ListGroupsRequest& request, int16_t version);
+  io::Task<net::DeleteGroupsResponse> delete_groups(net::DeleteGroupsRequest request, int16_t version);
+
+  // For tests and tools: a group's state name ("Empty", "Stable", ...;
+  // "Dead" when unknown), generation and member ids.
+  std::string group_state(const std::string& group_id) const;
+  int32_t group_generation(const std::string& group_id) const;
+  std::vector<std::string> group_members(const std::string& group_id) const;
+
+  enum class State : uint8_t { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable, kDead };
+
+ private:
+  struct JoinWait {
+    io::Event done;
+    net::JoinGroupResponse response;
+  };
+  struct SyncWait {
+    io::Event done;
+    net::SyncGroupResponse response;
+  };
+  struct Member {
+    std::string id;
+    std::optional<std::string> instance_id;
+    std::string client_id;
+    std::string client_host;
+    int32_t rebalance_timeout_ms = 0;
+    int32_t session_timeout_ms = 0;
+    std::string protocol_type;
+    std::vector<std::pair<std::string, io::Buffer>> protocols;  // in preference order
+    io::Buffer assignment;
+    std::shared_ptr<JoinWait> awaiting_join;
+    std::shared_ptr<SyncWait> awaiting_sync;
+    bool is_new = false;
+    io::Instant heartbeat_deadline{};
+    // The metadata of `protocol`, if supported.
+    const io::Buffer* metadata(const std::string& protocol) const;
+  };
+  struct OffsetEntry {
+    int64_t offset = -1;
+    int32_t leader_epoch = -1;
+    std::string metadata;
+    int64_t commit_timestamp_ms = -1;
+    int64_t record_offset = -1;  // where it is in the partition
+  };
+  struct Group {
+    std::string id;
+    int32_t partition = 0;
+    State state = State::kEmpty;
+    int32_t generation = 0;
+    std::optional<std::string> protocol_type;
+    std::optional<std::string> protocol;
+    std::optional<std::string> leader;
+    std::map<std::string, Member> members;
+    std::vector<std::string> join_order;  // member ids in order of joining
+    // MEMBER_ID_REQUIRED handed out, not yet rejoined: id -> deadline.
+    std::map<std::string, io::Instant> pending_members;
+    std::map<std::string, std::string> static_members;  // instance id -> member id
+    // PreparingRebalance: when the join completes at the latest, and the
+    // initial delay of a group that was empty.
+    io::Instant join_deadline{};
+    std::optional<io::Instant> initial_delay_until;
+    io::Instant initial_delay_limit{};
+    // CompletingRebalance: members yet to send SyncGroup, and until when.
+    std::set<std::string> pending_sync;
+    io::Instant sync_deadline{};
+    int64_t state_timestamp_ms = -1;
+    int64_t metadata_record_offset = -1;
+    std::map<std::pair<std::string, int32_t>, OffsetEntry> offsets;
+    // Offset commits written but not yet committed.
+    int pending_commits = 0;
+    // A member joined during the initial delay (which then extends).
+    bool new_member_added = false;
+  };
+  struct Shard {
+    int32_t epoch = -1;
+    bool loading = true;
+  };
+
+  // The group's partition is served here: kNone; else NOT_COORDINATOR or
+  // COORDINATOR_LOAD_IN_PROGRESS.
+  net::Error check_coordinator(const std::string& group_id) const;
+  Group* find(const std::string& group_id);
+  const Group* find(const std::string& group_id) const;
+  Group& create(const std::string& group_id);
+  std::string new_member_id(const std::string& client_id);
+  int64_t now_ms() const;
+
+  // State machine pieces (Kafka's GroupCoordinator).
+  void transition(Group& g, State to);
+  bool supports_protocols(const Group& g, const std::string& type,
+                          const std::vector<std::pair<std::string, io::Buffer>>& protocols) const;
+  std::vector<std::string> candidate_protocols(const Group& g) const;
+  std::string select_protocol(const Group& g) const;
+  void add_member_and_rebalance(Group& g, Member member, const std::shared_ptr<JoinWait>& wait);
+  void update_member_and_rebalance(Group& g, Member& m, std::vector<std::pair<std::string, io::Buffer>> protocols,
+                                   int32_t rebalance_timeout_ms, int32_t session_timeout_ms,
+                                   const std::shared_ptr<JoinWait>& wait, const std::string& reason);
+  void prepare_rebalance(Group& g, const std::string& reason);
+  void maybe_prepare_rebalance(Group& g, const std::string& reason);
+  // Completes the join when every member has rejoined (or `force`: the
+  // deadline passed).
+  void maybe_complete_join(Group& g, bool force);
+  void complete_join(Group& g);
+  void remove_member(Group& g, const std::string& member_id, const std::string& reason);
+  void remove_member_and_update(Group& g, const std::string& member_id, const std::string& reason);
+  void reset_and_propagate_assignment_error(Group& g, net::Error error);
+  void propagate_assignment(Group& g, net::Error error);
+  void schedule_heartbeat(Member& m);
+  net::JoinGroupResponse join_response(const Group& g, const Member& m, bool with_members) const;
+  bool static_member_fenced(const Group& g, const std::string& member_id,
+                            const std::optional<std::string>& instance_id) const;
+  int32_t rebalance_timeout_ms(const Group& g) const;
+  // The group's metadata record (members with the selected protocol's
+  // metadata and their assignment).
+  CoordinatorRecord group_record(const Group& g) const;
+  // Writes the group's metadata once the sync completes; hands out the
+  // assignment, or rebalances again when the write failed.
+  io::Task<void> store_group(std::string group_id, int32_t generation);
+  io::Task<void> store_empty_group(std::string group_id);
+  void wake_timers();
+  void on_timers();
+  io::Task<void> expire_offsets();
+
+  // JoinGroup for a member without an id.
+  void join_unknown_member(Group& g, const net::JoinGroupRequest& r, int16_t version, const std::string& client_id,
+                           const std::string& client_host, const std::shared_ptr<JoinWait>& wait);
+  void join_known_member(Group& g, const net::JoinGroupRequest& r, const std::shared_ptr<JoinWait>& wait);
+
+  io::Context* ctx_;
+  CoordinatorLog* log_;
+  GroupCoordinatorConfig config_;
+  std::map<int32_t, Shard> shards_;
+  std::map<std::string, std::unique_ptr<Group>> groups_;
+  io::WaitList timer_wake_;
+  // Background writes (an emptied group's metadata); set while run() runs.
+  io::TaskScope* scope_ = nullptr;
+  bool timers_dirty_ = false;
+  io::Instant next_expiry_check_{};
+};
+
+std::string_view state_name(GroupCoordinator::State state);
+
+}  // namespace brook::group

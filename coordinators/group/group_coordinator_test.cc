@@ -1,0 +1,435 @@
+// coordinators/group/group_coordinator_test.cc
+//
+// The group coordinator in the simulator over an in-memory coordinator log:
+// the classic rebalance protocol, session expiry, static membership,
+// committed offsets, and state rebuilt by replaying the partition.
+#include "coordinators/group/group_coordinator.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/world.h"
+
+namespace brook::group {
+namespace {
+
+using namespace std::chrono_literals;
+using net::Error;
+
+constexpr int16_t kJoinVersion = 5;
+
+// The records of every partition, committed after `delay`; a write can be
+// made to fail.
+class MemoryLog final : public CoordinatorLog {
+ public:
+  struct Entry {
+    int64_t offset;
+    CoordinatorRecord record;
+  };
+  explicit MemoryLog(io::Context& ctx) : ctx_(&ctx) {}
+
+  io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<CoordinatorRecord> records) override {
+    (void)epoch;
+    ++writes;
+    co_await ctx_->clock().sleep_for(delay);
+    if (fail_next != Error::kNone) {
+      Written w{std::exchange(fail_next, Error::kNone), -1};
+      co_return w;
+    }
+    std::vector<Entry>& log = partitions[partition];
+    const int64_t base = static_cast<int64_t>(log.size());
+    for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
+    co_return Written{Error::kNone, base};
+  }
+  bool partition_exists(const std::string& topic, int32_t partition) const override {
+    return topic != "missing" && partition >= 0 && partition < 8;
+  }
+
+  io::Context* ctx_;
+  io::Duration delay = 2ms;
+  Error fail_next = Error::kNone;
+  int writes = 0;
+  std::map<int32_t, std::vector<Entry>> partitions;
+};
+
+io::Buffer bytes(std::string_view s) { return io::Buffer::copy_of(s); }
+
+struct Harness {
+  Harness() : world(7) {
+    node = &world.add_node();
+    node->start([this](io::Context& ctx) -> io::Task<void> {
+      log = std::make_unique<MemoryLog>(ctx);
+      GroupCoordinatorConfig c;
+      c.offsets_topic_partitions = 4;
+      c.initial_rebalance_delay = 100ms;
+      c.offsets_retention = 1h;
+      c.offsets_retention_check_interval = 1min;
+      coordinator = std::make_unique<GroupCoordinator>(ctx, *log, c);
+      for (int32_t p = 0; p < 4; ++p) {
+        coordinator->begin_load(p, 1);
+        coordinator->finish_load(p, 1);
+      }
+      co_await coordinator->run();
+    });
+    world.run_for(1ms);
+  }
+  ~Harness() {
+    node->crash();
+    world.run_for(1ms);
+  }
+
+  template <typename T>
+  static io::Task<void> capture(io::Task<T> task, std::optional<T>* out) {
+    *out = co_await std::move(task);
+  }
+  // Starts a request; its answer lands in the returned slot.
+  template <typename T>
+  std::shared_ptr<std::optional<T>> start(io::Task<T> task) {
+    auto slot = std::make_shared<std::optional<T>>();
+    node->spawn(capture(std::move(task), slot.get()));
+    world.run_for(1ms);  // the request reaches the coordinator
+    return slot;
+  }
+  template <typename T>
+  T await(const std::shared_ptr<std::optional<T>>& slot, io::Duration limit = 60s) {
+    EXPECT_TRUE(world.run_until([&] { return slot->has_value(); }, limit));
+    return std::move(**slot);
+  }
+  template <typename T>
+  T call(io::Task<T> task) {
+    return await(start(std::move(task)));
+  }
+
+  net::JoinGroupRequest join_request(const std::string& group, const std::string& member_id,
+                                     std::optional<std::string> instance = std::nullopt,
+                                     std::string metadata = "sub") {
+    net::JoinGroupRequest r;
+    r.group_id = group;
+    r.session_timeout_ms = 10000;
+    r.rebalance_timeout_ms = 20000;
+    r.member_id = member_id;
+    r.group_instance_id = std::move(instance);
+    r.protocol_type = "consumer";
+    auto& p = r.protocols.emplace_back();
+    p.name = "range";
+    p.metadata = bytes(metadata);
+    return r;
+  }
+  std::shared_ptr<std::optional<net::JoinGroupResponse>> join(const std::string& group, const std::string& member_id,
+                                                             std::optional<std::string> instance = std::nullopt) {
+    return start(coordinator->join_group(join_request(group, member_id, std::move(instance)), kJoinVersion, "client",
+                                         "/127.0.0.1"));
+  }
+  std::shared_ptr<std::optional<net::SyncGroupResponse>> sync(const std::string& group, int32_t generation,
+                                                             const std::string& member_id,
+                                                             std::map<std::string, std::string> assignments = {}) {
+    net::SyncGroupRequest r;
+    r.group_id = group;
+    r.generation_id = generation;
+    r.member_id = member_id;
+    for (auto& [id, a] : assignments) {
+      auto& x = r.assignments.emplace_back();
+      x.member_id = id;
+      x.assignment = bytes(a);
+    }
+    return start(coordinator->sync_group(std::move(r), 3));
+  }
+  int16_t heartbeat(const std::string& group, int32_t generation, const std::string& member_id) {
+    net::HeartbeatRequest r;
+    r.group_id = group;
+    r.generation_id = generation;
+    r.member_id = member_id;
+    return coordinator->heartbeat(r, 3).error_code;
+  }
+  net::OffsetCommitResponse commit(const std::string& group, int32_t generation, const std::string& member_id,
+                                   const std::string& topic, int32_t partition, int64_t offset) {
+    net::OffsetCommitRequest r;
+    r.group_id = group;
+    r.generation_id_or_member_epoch = generation;
+    r.member_id = member_id;
+    auto& t = r.topics.emplace_back();
+    t.name = topic;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = partition;
+    p.committed_offset = offset;
+    p.committed_leader_epoch = 3;
+    p.committed_metadata = "meta";
+    return call(coordinator->commit_offsets(std::move(r), 8));
+  }
+  // The committed offset of one partition (-1 when none), or the error.
+  int64_t fetched(const std::string& group, const std::string& topic, int32_t partition, int16_t* error = nullptr) {
+    net::OffsetFetchRequest r;
+    r.group_id = group;
+    auto& t = r.topics->emplace_back();
+    t.name = topic;
+    t.partition_indexes = {partition};
+    net::OffsetFetchResponse out = coordinator->fetch_offsets(r, 7);
+    if (error != nullptr) *error = out.error_code;
+    if (out.topics.empty() || out.topics[0].partitions.empty()) return -2;
+    return out.topics[0].partitions[0].committed_offset;
+  }
+  // Two dynamic members in one group, through MEMBER_ID_REQUIRED, the
+  // join and the sync: {leader id, follower id, generation}.
+  std::tuple<std::string, std::string, int32_t> form_group(const std::string& group) {
+    net::JoinGroupResponse a0 = await(join(group, ""));
+    EXPECT_EQ(a0.error_code, net::code(Error::kMemberIdRequired));
+    net::JoinGroupResponse b0 = await(join(group, ""));
+    auto a = join(group, a0.member_id);
+    auto b = join(group, b0.member_id);
+    net::JoinGroupResponse ja = await(a);
+    net::JoinGroupResponse jb = await(b);
+    EXPECT_EQ(ja.error_code, 0);
+    EXPECT_EQ(jb.error_code, 0);
+    EXPECT_EQ(ja.generation_id, jb.generation_id);
+    EXPECT_EQ(ja.leader, a0.member_id) << "the first member to join leads";
+    EXPECT_EQ(ja.members.size(), 2u);
+    EXPECT_TRUE(jb.members.empty());
+    auto sb = sync(group, jb.generation_id, jb.member_id);
+    auto sa = sync(group, ja.generation_id, ja.member_id, {{ja.member_id, "A"}, {jb.member_id, "B"}});
+    net::SyncGroupResponse ra = await(sa);
+    net::SyncGroupResponse rb = await(sb);
+    EXPECT_EQ(ra.error_code, 0);
+    EXPECT_EQ(rb.error_code, 0);
+    EXPECT_EQ(ra.assignment.view(), "A");
+    EXPECT_EQ(rb.assignment.view(), "B");
+    return {ja.member_id, jb.member_id, ja.generation_id};
+  }
+  // Drops every partition and loads it again from the log.
+  void reload() {
+    for (int32_t p = 0; p < 4; ++p) {
+      coordinator->begin_load(p, 2);
+      for (const auto& e : log->partitions[p]) {
+        ASSERT_TRUE(coordinator->replay(p, e.offset, e.record.key, e.record.value).ok());
+      }
+      coordinator->finish_load(p, 2);
+    }
+  }
+
+  sim::World world;
+  sim::Node* node = nullptr;
+  std::unique_ptr<MemoryLog> log;
+  std::unique_ptr<GroupCoordinator> coordinator;
+};
+
+TEST(GroupPartition, MatchesJavaStringHash) {
+  // Values of Java's String.hashCode, and abs(hash) % 50 as Kafka places groups.
+  EXPECT_EQ(java_string_hash("my-group"), -1906497762);
+  EXPECT_EQ(java_string_hash("grüße"), 98768023);
+  EXPECT_EQ(java_string_hash("😀g"), 54959972);
+  EXPECT_EQ(partition_for_group("my-group", 50), 36);
+  EXPECT_EQ(partition_for_group("test-group", 50), 12);
+  EXPECT_EQ(partition_for_group("console-consumer-12345", 50), 6);
+}
+
+TEST(GroupCoordinator, TwoMembersJoinSyncAndHeartbeat) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  EXPECT_EQ(gen, 1);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
+  EXPECT_EQ(h.heartbeat("g", gen, a), 0);
+  EXPECT_EQ(h.heartbeat("g", gen, b), 0);
+  EXPECT_EQ(h.heartbeat("g", gen + 1, b), net::code(Error::kIllegalGeneration));
+  EXPECT_EQ(h.heartbeat("g", gen, "nobody"), net::code(Error::kUnknownMemberId));
+  // The assignment was stored before it was handed out.
+  EXPECT_EQ(h.log->partitions[h.coordinator->partition_for("g")].size(), 1u);
+}
+
+TEST(GroupCoordinator, ExpiredSessionRebalancesTheRest) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  // Only `a` keeps heartbeating; `b` goes quiet past its 10 s session.
+  bool rebalancing = false;
+  for (int i = 0; i < 8 && !rebalancing; ++i) {
+    h.world.run_for(2s);
+    rebalancing = h.heartbeat("g", gen, a) == net::code(Error::kRebalanceInProgress);
+  }
+  ASSERT_TRUE(rebalancing);
+  net::JoinGroupResponse j = h.await(h.join("g", a));
+  EXPECT_EQ(j.error_code, 0);
+  EXPECT_EQ(j.generation_id, gen + 1);
+  ASSERT_EQ(j.members.size(), 1u);
+  EXPECT_EQ(j.members[0].member_id, a);
+  EXPECT_EQ(h.heartbeat("g", gen + 1, b), net::code(Error::kUnknownMemberId));
+}
+
+TEST(GroupCoordinator, NewMemberRebalancesAndLateFollowerIsDropped) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  // A third member joins: the others learn it from their heartbeats.
+  net::JoinGroupResponse c0 = h.await(h.join("g", ""));
+  auto c = h.join("g", c0.member_id);
+  EXPECT_EQ(h.heartbeat("g", gen, a), net::code(Error::kRebalanceInProgress));
+  auto ja = h.join("g", a);
+  // `b` keeps heartbeating but never rejoins: after the rebalance timeout
+  // (20 s) the join completes without it.
+  while (!ja->has_value()) {
+    EXPECT_EQ(h.heartbeat("g", gen, b), net::code(Error::kRebalanceInProgress));
+    h.world.run_for(2s);
+  }
+  net::JoinGroupResponse ra = h.await(ja);
+  net::JoinGroupResponse rc = h.await(c);
+  EXPECT_EQ(ra.generation_id, gen + 1);
+  EXPECT_EQ(rc.generation_id, gen + 1);
+  EXPECT_EQ(ra.members.size(), 2u);
+  EXPECT_EQ(h.coordinator->group_members("g").size(), 2u);
+  EXPECT_GE(h.world.elapsed(), 20s);
+  // A sync from the old generation is refused.
+  EXPECT_EQ(h.await(h.sync("g", gen, a)).error_code, net::code(Error::kIllegalGeneration));
+}
+
+TEST(GroupCoordinator, LeavingMembersEmptyTheGroup) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  net::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  auto& who = leave.members.emplace_back();
+  who.member_id = b;
+  auto& ghost = leave.members.emplace_back();
+  ghost.member_id = "ghost";
+  net::LeaveGroupResponse out = h.call(h.coordinator->leave_group(leave, 3));
+  ASSERT_EQ(out.members.size(), 2u);
+  EXPECT_EQ(out.members[0].error_code, 0);
+  EXPECT_EQ(out.members[1].error_code, net::code(Error::kUnknownMemberId));
+  EXPECT_EQ(h.coordinator->group_state("g"), "PreparingRebalance");
+  net::JoinGroupResponse j = h.await(h.join("g", a));
+  EXPECT_EQ(j.generation_id, gen + 1);
+  net::LeaveGroupRequest leave_a;
+  leave_a.group_id = "g";
+  leave_a.member_id = a;
+  EXPECT_EQ(h.call(h.coordinator->leave_group(leave_a, 1)).error_code, 0);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Empty");
+  EXPECT_EQ(h.coordinator->group_generation("g"), gen + 2);
+}
+
+TEST(GroupCoordinator, StaticMemberRestartKeepsItsAssignmentAndFencesTheOld) {
+  Harness h;
+  auto sa = h.join("s", "", "instance-a");
+  net::JoinGroupResponse a = h.await(sa);  // the only member: completes after the initial delay
+  ASSERT_EQ(a.error_code, 0);
+  auto sb = h.join("s", "", "instance-b");
+  EXPECT_EQ(h.heartbeat("s", a.generation_id, a.member_id), net::code(Error::kRebalanceInProgress));
+  auto ra = h.join("s", a.member_id, "instance-a");
+  net::JoinGroupResponse ja = h.await(ra);
+  net::JoinGroupResponse jb = h.await(sb);
+  ASSERT_EQ(ja.error_code, 0);
+  auto syb = h.sync("s", jb.generation_id, jb.member_id);
+  EXPECT_EQ(h.await(h.sync("s", ja.generation_id, ja.member_id, {{ja.member_id, "A"}, {jb.member_id, "B"}}))
+                .assignment.view(),
+            "A");
+  EXPECT_EQ(h.await(syb).assignment.view(), "B");
+  // instance-b restarts: a new member id, the same generation, no rebalance.
+  net::JoinGroupResponse jb2 = h.await(h.join("s", "", "instance-b"));
+  EXPECT_EQ(jb2.error_code, 0);
+  EXPECT_NE(jb2.member_id, jb.member_id);
+  EXPECT_EQ(jb2.generation_id, ja.generation_id);
+  EXPECT_EQ(h.coordinator->group_state("s"), "Stable");
+  EXPECT_EQ(h.await(h.sync("s", jb2.generation_id, jb2.member_id)).assignment.view(), "B");
+  // The old incarnation is fenced.
+  net::HeartbeatRequest old;
+  old.group_id = "s";
+  old.generation_id = jb.generation_id;
+  old.member_id = jb.member_id;
+  old.group_instance_id = "instance-b";
+  EXPECT_EQ(h.coordinator->heartbeat(old, 3).error_code, net::code(Error::kFencedInstanceId));
+}
+
+TEST(GroupCoordinator, OffsetsCommitWithGenerationChecksAndSurviveReload) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  EXPECT_EQ(h.commit("g", gen, a, "t", 0, 42).topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.commit("g", gen + 5, a, "t", 1, 7).topics[0].partitions[0].error_code,
+            net::code(Error::kIllegalGeneration));
+  EXPECT_EQ(h.commit("g", gen, "stranger", "t", 1, 7).topics[0].partitions[0].error_code,
+            net::code(Error::kUnknownMemberId));
+  EXPECT_EQ(h.commit("g", gen, a, "missing", 0, 1).topics[0].partitions[0].error_code,
+            net::code(Error::kUnknownTopicOrPartition));
+  // A group without members takes commits at generation -1 (manual
+  // assignment), and refuses them at a generation it never had.
+  EXPECT_EQ(h.commit("manual", -1, "", "t", 2, 9).topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.commit("other", 3, "m", "t", 2, 9).topics[0].partitions[0].error_code,
+            net::code(Error::kIllegalGeneration));
+  EXPECT_EQ(h.fetched("g", "t", 0), 42);
+  EXPECT_EQ(h.fetched("g", "t", 1), -1);
+  EXPECT_EQ(h.fetched("manual", "t", 2), 9);
+  EXPECT_EQ(h.fetched("nobody", "t", 2), -1);
+  // A failed write changes nothing.
+  h.log->fail_next = Error::kNotEnoughReplicas;
+  EXPECT_EQ(h.commit("g", gen, a, "t", 0, 50).topics[0].partitions[0].error_code,
+            net::code(Error::kCoordinatorNotAvailable));
+  EXPECT_EQ(h.fetched("g", "t", 0), 42);
+  EXPECT_EQ(h.commit("g", gen, b, "t", 0, 43).topics[0].partitions[0].error_code, 0);
+
+  // A new leader of the partitions rebuilds everything from the records.
+  h.reload();
+  EXPECT_EQ(h.fetched("g", "t", 0), 43);
+  EXPECT_EQ(h.fetched("manual", "t", 2), 9);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
+  EXPECT_EQ(h.coordinator->group_generation("g"), gen);
+  EXPECT_EQ(h.heartbeat("g", gen, a), 0);
+  net::SyncGroupResponse again = h.await(h.sync("g", gen, b));
+  EXPECT_EQ(again.assignment.view(), "B");
+  // Members that never come back expire after their session timeout.
+  h.world.run_for(12s);
+  EXPECT_NE(h.coordinator->group_state("g"), "Stable");
+}
+
+TEST(GroupCoordinator, AnswersNotCoordinatorAndLoadInProgress) {
+  Harness h;
+  const int32_t p = h.coordinator->partition_for("g");
+  h.coordinator->unload(p);
+  EXPECT_EQ(h.await(h.join("g", "")).error_code, net::code(Error::kNotCoordinator));
+  h.coordinator->begin_load(p, 5);
+  EXPECT_EQ(h.await(h.join("g", "")).error_code, net::code(Error::kCoordinatorLoadInProgress));
+  int16_t error = 0;
+  h.fetched("g", "t", 0, &error);
+  EXPECT_EQ(error, net::code(Error::kCoordinatorLoadInProgress));
+  h.coordinator->finish_load(p, 4);  // an older load finishing changes nothing
+  EXPECT_TRUE(h.coordinator->loading(p));
+  h.coordinator->finish_load(p, 5);
+  EXPECT_EQ(h.await(h.join("g", "")).error_code, net::code(Error::kMemberIdRequired));
+}
+
+TEST(GroupCoordinator, DescribeListDeleteAndOffsetDelete) {
+  Harness h;
+  auto [a, b, gen] = h.form_group("g");
+  EXPECT_EQ(h.commit("g", gen, a, "t", 0, 5).topics[0].partitions[0].error_code, 0);
+  net::DescribeGroupsRequest d;
+  d.groups = {"g", "unknown"};
+  net::DescribeGroupsResponse dr = h.coordinator->describe_groups(d, 5);
+  ASSERT_EQ(dr.groups.size(), 2u);
+  EXPECT_EQ(dr.groups[0].group_state, "Stable");
+  EXPECT_EQ(dr.groups[0].protocol_data, "range");
+  EXPECT_EQ(dr.groups[0].members.size(), 2u);
+  EXPECT_EQ(dr.groups[1].group_state, "Dead");
+  net::ListGroupsRequest l;
+  l.states_filter = {"stable"};
+  net::ListGroupsResponse lr = h.coordinator->list_groups(l, 4);
+  ASSERT_EQ(lr.groups.size(), 1u);
+  EXPECT_EQ(lr.groups[0].group_id, "g");
+  net::DeleteGroupsRequest del;
+  del.groups_names = {"g", "unknown"};
+  net::DeleteGroupsResponse delr = h.call(h.coordinator->delete_groups(del, 2));
+  EXPECT_EQ(delr.results[0].error_code, net::code(Error::kNonEmptyGroup));
+  EXPECT_EQ(delr.results[1].error_code, net::code(Error::kGroupIdNotFound));
+  // Emptied, the group and its offsets can go.
+  net::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.members.emplace_back().member_id = a;
+  leave.members.emplace_back().member_id = b;
+  (void)h.call(h.coordinator->leave_group(leave, 3));
+  EXPECT_EQ(h.coordinator->group_state("g"), "Empty");
+  net::OffsetDeleteRequest od;
+  od.group_id = "g";
+  auto& ot = od.topics.emplace_back();
+  ot.name = "t";
+  ot.partitions.emplace_back().partition_index = 0;
+  EXPECT_EQ(h.call(h.coordinator->delete_offsets(od, 0)).error_code, 0);
+  EXPECT_EQ(h.fetched("g", "t", 0), -1);
+  del.groups_names = {"g"};
+  EXPECT_EQ(h.call(h.coordinator->delete_groups(del, 2)).results[0].error_code, 0);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+  h.reload();
+  EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+}
+
+}  // namespace
+}  // namespace brook::group
