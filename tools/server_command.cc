@@ -30,7 +30,12 @@
 //   connections.max.idle.ms, socket.request.max.bytes,
 //   replica.lag.time.max.ms, replica.fetch.max.bytes,
 //   replica.fetch.response.max.bytes, replica.fetch.wait.max.ms,
-//   replica.fetch.backoff.ms
+//   replica.fetch.backoff.ms, offsets.topic.num.partitions,
+//   offsets.topic.replication.factor (1 in a single-node cluster, else 3),
+//   offsets.commit.timeout.ms, offsets.retention.minutes,
+//   offsets.retention.check.interval.ms, offset.metadata.max.bytes,
+//   group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
+//   group.max.session.timeout.ms, group.max.size
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -315,6 +320,34 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   RETURN_IF_ERROR(get_size("replica.fetch.response.max.bytes", &b.replica_fetch_response_max_bytes));
   RETURN_IF_ERROR(get_ms("replica.fetch.wait.max.ms", 0, &b.replica_fetch_wait_max));
   RETURN_IF_ERROR(get_ms("replica.fetch.backoff.ms", 0, &b.replica_fetch_backoff));
+  // The group coordinator. A single-node cluster (this node the only
+  // controller and a broker) keeps __consumer_offsets on its one broker, as
+  // Kafka's single-node example configuration does.
+  group::GroupCoordinatorConfig& g = b.group;
+  ASSIGN_OR_RETURN(std::optional<int64_t> offsets_partitions, get_int("offsets.topic.num.partitions"));
+  if (offsets_partitions) {
+    if (*offsets_partitions < 1 || *offsets_partitions > 10000) {
+      return absl::InvalidArgumentError("offsets.topic.num.partitions must be in 1..10000");
+    }
+    g.offsets_topic_partitions = static_cast<int32_t>(*offsets_partitions);
+  }
+  if (c.broker && c.controller && c.voters.size() == 1) b.offsets_topic_replication_factor = 1;
+  ASSIGN_OR_RETURN(std::optional<int64_t> offsets_rf, get_int("offsets.topic.replication.factor"));
+  if (offsets_rf) {
+    if (*offsets_rf < 1 || *offsets_rf > INT16_MAX) {
+      return absl::InvalidArgumentError("offsets.topic.replication.factor must be >= 1");
+    }
+    b.offsets_topic_replication_factor = static_cast<int16_t>(*offsets_rf);
+  }
+  RETURN_IF_ERROR(get_ms("offsets.commit.timeout.ms", 1, &b.offsets_commit_timeout));
+  RETURN_IF_ERROR(get_ms("group.initial.rebalance.delay.ms", 0, &g.initial_rebalance_delay));
+  RETURN_IF_ERROR(get_ms("group.min.session.timeout.ms", 0, &g.min_session_timeout));
+  RETURN_IF_ERROR(get_ms("group.max.session.timeout.ms", 0, &g.max_session_timeout));
+  RETURN_IF_ERROR(get_size("group.max.size", &g.max_group_size));
+  RETURN_IF_ERROR(get_size("offset.metadata.max.bytes", &g.offset_metadata_max_bytes));
+  RETURN_IF_ERROR(get_ms("offsets.retention.check.interval.ms", 1, &g.offsets_retention_check_interval));
+  ASSIGN_OR_RETURN(std::optional<int64_t> retention_minutes, get_int("offsets.retention.minutes"));
+  if (retention_minutes && *retention_minutes > 0) g.offsets_retention = std::chrono::minutes(*retention_minutes);
   storage::LogConfig& log = b.log_defaults;
   ASSIGN_OR_RETURN(std::optional<int64_t> segment, get_int("log.segment.bytes"));
   if (segment && *segment > 0) log.segment_bytes = static_cast<uint64_t>(*segment);

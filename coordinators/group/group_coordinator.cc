@@ -263,6 +263,12 @@ std::optional<int32_t> GroupCoordinator::loaded_epoch(int32_t partition) const {
   return it->second.epoch;
 }
 
+std::vector<int32_t> GroupCoordinator::loaded_partitions() const {
+  std::vector<int32_t> out;
+  for (const auto& [p, shard] : shards_) out.push_back(p);
+  return out;
+}
+
 bool GroupCoordinator::loading(int32_t partition) const {
   auto it = shards_.find(partition);
   return it != shards_.end() && it->second.loading;

@@ -166,6 +166,8 @@ class GroupCoordinator {
   // The epoch `partition` is served (or being loaded) in, if any.
   std::optional<int32_t> loaded_epoch(int32_t partition) const;
   bool loading(int32_t partition) const;
+  // The partitions served or being loaded.
+  std::vector<int32_t> loaded_partitions() const;
 
   // --- the group APIs; requests decoded at `version` ---
   io::Task<net::JoinGroupResponse> join_group(net::JoinGroupRequest request, int16_t version,

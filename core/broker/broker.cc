@@ -43,7 +43,7 @@ std::optional<int64_t> parse_long(std::string_view text) {
 }  // namespace
 
 Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
-    : ctx_(&ctx), raft_(&raft), config_(std::move(config)) {}
+    : ctx_(&ctx), raft_(&raft), config_(std::move(config)), groups_(ctx, *this, config_.group) {}
 
 Broker::~Broker() = default;
 
@@ -222,6 +222,7 @@ io::Task<absl::Status> Broker::apply_image() {
     }
   }
   ensure_fetchers();
+  sync_coordinator();
   appended_.notify_all();
   co_return absl::OkStatus();
 }
@@ -321,6 +322,7 @@ io::Task<absl::Status> Broker::run() {
   tasks.spawn(lifecycle_loop());
   tasks.spawn(isr_loop());
   tasks.spawn(log_loop());
+  tasks.spawn(groups_.run());
   co_await failed_.wait();
   co_return failure_;
 }

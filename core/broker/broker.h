@@ -34,6 +34,14 @@
 // IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
 // AlterClientQuotas forwarded to the controller.
 //
+// Consumer groups (groups.cc): the broker hosts a group::GroupCoordinator.
+// FindCoordinator creates `__consumer_offsets` on first use (compacted,
+// offsets.topic.num.partitions partitions, offsets.topic.replication.factor
+// replicas) and names the leader of the group's partition. Whenever the
+// image is applied, the coordinator loads the partitions this broker now
+// leads (replaying their records) and unloads the others; its records are
+// appended as this partition's leader and count once the ISR has them.
+//
 // Replication (replication.cc, Kafka's ReplicaManager and Partition). A
 // follower replica is fetched by one fetcher task per leader broker: Fetch
 // v15 with its replica id and broker epoch, the offset of its log end and
@@ -63,6 +71,7 @@
 #include "absl/status/statusor.h"
 #include "fmt/format.h"
 #include "net/kafka/errors.h"
+#include "coordinators/group/group_coordinator.h"
 #include "core/broker/fetch_session.h"
 #include "core/metadata/image.h"
 #include "io/buffer.h"
@@ -116,6 +125,12 @@ struct BrokerConfig {
   // The client listener: connections.max.idle.ms, socket.request.max.bytes.
   io::Duration connections_max_idle{std::chrono::milliseconds(600000)};
   int32_t socket_request_max_bytes = 100 * 1024 * 1024;
+  // The group coordinator (offsets.topic.num.partitions, group.* and
+  // offsets.retention.*), offsets.topic.replication.factor and
+  // offsets.commit.timeout.ms.
+  group::GroupCoordinatorConfig group;
+  int16_t offsets_topic_replication_factor = 3;
+  io::Duration offsets_commit_timeout{std::chrono::milliseconds(5000)};
 };
 
 // What a leader knows of one follower replica.
@@ -156,7 +171,7 @@ struct Partition {
   }
 };
 
-class Broker final : public raft::RaftListener {
+class Broker final : public raft::RaftListener, private group::CoordinatorLog {
  public:
   // `raft` is the node's metadata log replica (a voter in combined mode).
   Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config);
@@ -199,6 +214,8 @@ class Broker final : public raft::RaftListener {
   // raft::RaftListener
   void handle_commit(const raft::CommittedBatch& batch) override;
   void handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) override;
+
+  const group::GroupCoordinator& groups() const { return groups_; }
 
  private:
   using PartitionKey = std::pair<std::string, int32_t>;
@@ -250,6 +267,19 @@ class Broker final : public raft::RaftListener {
   // An I/O error on a partition's log: the broker stops (see run()).
   void log_failed(const absl::Status& status);
 
+  // --- the group coordinator (groups.cc) ---
+  // group::CoordinatorLog: appends to a __consumer_offsets partition led
+  // here and waits for the ISR.
+  io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<group::CoordinatorRecord> records) override;
+  bool partition_exists(const std::string& topic, int32_t partition) const override;
+  // After the image is applied: the coordinator loads the __consumer_offsets
+  // partitions this broker now leads and unloads the others.
+  void sync_coordinator();
+  io::Task<void> load_coordinator_partition(int32_t partition, int32_t epoch);
+  // Creates __consumer_offsets when missing and waits (briefly) for its
+  // leaders; false when it is not there (yet).
+  io::Task<bool> ensure_offsets_topic();
+
   // --- lifecycle and the controller (broker.cc) ---
   io::Task<void> lifecycle_loop();
   io::Task<bool> register_once();
@@ -276,6 +306,10 @@ class Broker final : public raft::RaftListener {
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_cluster(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_log_dirs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_create_topics(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_find_coordinator(const net::RequestFrame& frame);
+  // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+  // OffsetDelete, DescribeGroups, ListGroups, DeleteGroups (groups.cc).
+  io::Task<absl::StatusOr<io::BufferChain>> on_group_request(const net::RequestFrame& frame);
   // Forwards a controller API request as it came and answers with the
   // controller's answer (a timeout answers REQUEST_TIMED_OUT).
   template <typename Req, typename Resp>
@@ -316,6 +350,8 @@ class Broker final : public raft::RaftListener {
   std::set<int32_t> fetchers_;
   std::map<int32_t, std::unique_ptr<net::Peer>> broker_peers_;
   io::TaskScope* background_ = nullptr;
+
+  group::GroupCoordinator groups_;
 };
 
 // --- implementation -------------------------------------------------------

@@ -37,6 +37,7 @@
 #include "net/kafka/messages/describe_log_dirs_response.h"
 #include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/fetch_request.h"
+#include "net/kafka/messages/find_coordinator_request.h"
 #include "net/kafka/messages/fetch_response.h"
 #include "net/kafka/messages/incremental_alter_configs_request.h"
 #include "net/kafka/messages/incremental_alter_configs_response.h"
@@ -79,6 +80,17 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
     {net::DescribeLogDirsRequest::kApiKey, 1, 4},
+    {net::FindCoordinatorRequest::kApiKey, 0, 4},
+    {net::JoinGroupRequest::kApiKey, 0, 9},
+    {net::SyncGroupRequest::kApiKey, 0, 5},
+    {net::HeartbeatRequest::kApiKey, 0, 4},
+    {net::LeaveGroupRequest::kApiKey, 0, 5},
+    {net::OffsetCommitRequest::kApiKey, 0, 8},
+    {net::OffsetFetchRequest::kApiKey, 0, 8},
+    {net::OffsetDeleteRequest::kApiKey, 0, 0},
+    {net::DescribeGroupsRequest::kApiKey, 0, 5},
+    {net::ListGroupsRequest::kApiKey, 0, 5},
+    {net::DeleteGroupsRequest::kApiKey, 0, 2},
 };
 
 constexpr int64_t kListOffsetsLatest = -1;
@@ -125,6 +137,19 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_log_dirs(frame);
     case net::CreateTopicsRequest::kApiKey:
       co_return co_await on_create_topics(frame);
+    case net::FindCoordinatorRequest::kApiKey:
+      co_return co_await on_find_coordinator(frame);
+    case net::JoinGroupRequest::kApiKey:
+    case net::SyncGroupRequest::kApiKey:
+    case net::HeartbeatRequest::kApiKey:
+    case net::LeaveGroupRequest::kApiKey:
+    case net::OffsetCommitRequest::kApiKey:
+    case net::OffsetFetchRequest::kApiKey:
+    case net::OffsetDeleteRequest::kApiKey:
+    case net::DescribeGroupsRequest::kApiKey:
+    case net::ListGroupsRequest::kApiKey:
+    case net::DeleteGroupsRequest::kApiKey:
+      co_return co_await on_group_request(frame);
     case net::DeleteTopicsRequest::kApiKey:
       co_return co_await forward<net::DeleteTopicsRequest, net::DeleteTopicsResponse>(frame);
     case net::CreatePartitionsRequest::kApiKey:
