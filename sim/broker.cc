@@ -204,6 +204,10 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.log_defaults.flush_mode =
       o.ack_before_flush ? storage::FlushMode::kBackground : storage::FlushMode::kBeforeAck;
   bc.log_defaults.segment_bytes = 64 << 10;  // many segments, rolls and index files
+  bc.group.offsets_topic_partitions = o.offsets_partitions;
+  bc.offsets_topic_replication_factor = static_cast<int16_t>(o.offsets_replication_factor);
+  bc.group.initial_rebalance_delay = o.group_initial_delay;
+  bc.group.min_session_timeout = o.group_min_session_timeout;
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
   if (o.on_broker) o.on_broker(&broker);

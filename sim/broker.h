@@ -44,6 +44,7 @@
 #include "absl/status/statusor.h"
 #include "io/context.h"
 #include "io/network.h"
+#include "io/time.h"
 #include "io/task.h"
 #include "sim/scenario.h"
 
@@ -66,6 +67,13 @@ struct ServerNodeOptions {
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas
   bool ack_before_flush = false;         // the mutants' flush policy
+  // The group coordinator: offsets.topic.num.partitions,
+  // offsets.topic.replication.factor, group.initial.rebalance.delay.ms,
+  // group.min.session.timeout.ms.
+  int offsets_partitions = 3;
+  int offsets_replication_factor = 1;
+  io::Duration group_initial_delay{0};
+  io::Duration group_min_session_timeout{std::chrono::seconds(1)};
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
 };

@@ -8,6 +8,7 @@
 
 #include "sim/broker.h"
 #include "sim/demo.h"
+#include "sim/groups.h"
 #include "sim/kraft.h"
 
 namespace brook::sim {
@@ -18,6 +19,7 @@ std::vector<std::string> scenario_names() {
           "broker-mutant-flush",
           "replication",
           "replication-mutant-flush",
+          "groups",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -35,6 +37,7 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
       options.name == "replication-mutant-flush") {
     return run_broker(options);
   }
+  if (options.name == "groups") return run_groups(options);
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);

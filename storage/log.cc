@@ -649,7 +649,9 @@ io::Task<absl::Status> Log::maybe_flush_by_time() {
 }
 
 io::Task<void> Log::start_writeback() {
-  if (offline()) co_return;
+  // No segment while a full truncation replaces them (it does not hold
+  // this caller off: writeback is a hint).
+  if (offline() || segments_.empty()) co_return;
   const std::shared_ptr<Segment> segment = segments_.rbegin()->second;  // kept alive meanwhile
   co_await segment->start_writeback();
 }

@@ -8,7 +8,8 @@
 #include "io/assert.h"
 #include "io/scope.h"
 #include "io/when.h"
-#include "net/kafka/message.h"
+#include "net/kafka/versioned.h"
+#include "net/kafka/messages/consumer_protocol_subscription.h"
 #include "net/kafka/messages/group_metadata_key.h"
 #include "net/kafka/messages/group_metadata_value.h"
 #include "net/kafka/messages/offset_commit_key.h"
@@ -36,50 +37,18 @@ using net::code;
 // A record key or value: a big-endian int16 version, then the message.
 template <typename M>
 io::Buffer versioned(const M& m, int16_t version) {
-  io::BufferChain body;
-  absl::Status status = net::encode_to(m, version, &body);
-  BROOK_ASSERT(status.ok());
-  io::Buffer out = io::Buffer::allocate(2 + body.size());
-  std::byte* p = out.mutable_data();
-  p[0] = static_cast<std::byte>(static_cast<uint16_t>(version) >> 8);
-  p[1] = static_cast<std::byte>(static_cast<uint16_t>(version) & 0xff);
-  body.copy_to(0, {p + 2, body.size()});
-  return out;
+  absl::StatusOr<io::Buffer> out = net::encode_versioned(m, version);
+  BROOK_ASSERT(out.ok());
+  return *std::move(out);
 }
 
-absl::StatusOr<int16_t> record_version(const io::Buffer& b) {
-  if (b.size() < 2) return absl::DataLossError("coordinator record shorter than its version");
-  const auto* p = b.data();
-  return static_cast<int16_t>((static_cast<uint16_t>(p[0]) << 8) | static_cast<uint16_t>(p[1]));
-}
-
-template <typename M>
-absl::StatusOr<M> decode_versioned(const io::Buffer& b, int16_t version) {
-  return net::decode<M>(b.slice(2), version);
-}
-
-// The topics of a consumer protocol subscription (ConsumerProtocolSubscription:
-// int16 version, then an array of strings), or nullopt when it does not parse.
+// The topics of a consumer protocol subscription, or nullopt when it does
+// not parse.
 std::optional<std::set<std::string>> subscribed_topics(const io::Buffer& metadata) {
-  const auto* p = reinterpret_cast<const uint8_t*>(metadata.data());
-  const size_t n = metadata.size();
-  size_t pos = 2;
-  auto i16 = [&](size_t at) { return static_cast<int16_t>((p[at] << 8) | p[at + 1]); };
-  if (n < 6) return std::nullopt;
-  const int32_t count = static_cast<int32_t>((uint32_t{p[2]} << 24) | (uint32_t{p[3]} << 16) |
-                                             (uint32_t{p[4]} << 8) | uint32_t{p[5]});
-  pos = 6;
-  if (count < 0) return std::nullopt;
-  std::set<std::string> topics;
-  for (int32_t i = 0; i < count; ++i) {
-    if (pos + 2 > n) return std::nullopt;
-    const int16_t len = i16(pos);
-    pos += 2;
-    if (len < 0 || pos + static_cast<size_t>(len) > n) return std::nullopt;
-    topics.emplace(reinterpret_cast<const char*>(p + pos), static_cast<size_t>(len));
-    pos += static_cast<size_t>(len);
-  }
-  return topics;
+  absl::StatusOr<net::ConsumerProtocolSubscription> sub =
+      net::decode_versioned<net::ConsumerProtocolSubscription>(metadata, /*tolerant=*/true);
+  if (!sub.ok()) return std::nullopt;
+  return std::set<std::string>(sub->topics.begin(), sub->topics.end());
 }
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -277,19 +246,17 @@ bool GroupCoordinator::loading(int32_t partition) const {
 absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
                                       const std::optional<io::Buffer>& value) {
   if (!key.has_value()) return absl::DataLossError(fmt::format("{}-{}: a record without a key", kOffsetsTopic, partition));
-  absl::StatusOr<int16_t> kv = record_version(*key);
+  absl::StatusOr<int16_t> kv = net::versioned_version(*key);
   if (!kv.ok()) return kv.status();
   if (*kv == 0 || *kv == 1) {
-    absl::StatusOr<net::OffsetCommitKey> k = decode_versioned<net::OffsetCommitKey>(*key, *kv);
+    absl::StatusOr<net::OffsetCommitKey> k = net::decode_versioned<net::OffsetCommitKey>(*key);
     if (!k.ok()) return k.status();
     Group* g = find(k->group);
     if (!value.has_value()) {
       if (g != nullptr) g->offsets.erase({k->topic, k->partition});
       return absl::OkStatus();
     }
-    absl::StatusOr<int16_t> vv = record_version(*value);
-    if (!vv.ok()) return vv.status();
-    absl::StatusOr<net::OffsetCommitValue> v = decode_versioned<net::OffsetCommitValue>(*value, *vv);
+    absl::StatusOr<net::OffsetCommitValue> v = net::decode_versioned<net::OffsetCommitValue>(*value);
     if (!v.ok()) return v.status();
     if (g == nullptr) g = &create(k->group);
     OffsetEntry& e = g->offsets[{k->topic, k->partition}];
@@ -301,15 +268,13 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     return absl::OkStatus();
   }
   if (*kv == 2) {
-    absl::StatusOr<net::GroupMetadataKey> k = decode_versioned<net::GroupMetadataKey>(*key, *kv);
+    absl::StatusOr<net::GroupMetadataKey> k = net::decode_versioned<net::GroupMetadataKey>(*key);
     if (!k.ok()) return k.status();
     if (!value.has_value()) {
       groups_.erase(k->group);
       return absl::OkStatus();
     }
-    absl::StatusOr<int16_t> vv = record_version(*value);
-    if (!vv.ok()) return vv.status();
-    absl::StatusOr<net::GroupMetadataValue> v = decode_versioned<net::GroupMetadataValue>(*value, *vv);
+    absl::StatusOr<net::GroupMetadataValue> v = net::decode_versioned<net::GroupMetadataValue>(*value);
     if (!v.ok()) return v.status();
     Group* g = find(k->group);
     if (g == nullptr) g = &create(k->group);

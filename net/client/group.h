@@ -1,0 +1,104 @@
+// net/client/group.h
+//
+// GroupMember: the consumer's side of Kafka's classic group protocol, as
+// the Java consumer's ConsumerCoordinator does it with the "consumer"
+// protocol type and the range assignor:
+//
+// - join(): finds the coordinator (FindCoordinator), joins (JoinGroup,
+//   answering MEMBER_ID_REQUIRED by joining again with the id given), and
+//   when elected leader computes the range assignment of the members'
+//   subscriptions; then SyncGroup hands every member its partitions. The
+//   result is one generation's assignment.
+// - heartbeat(): one Heartbeat; an error means the member must join again
+//   (REBALANCE_IN_PROGRESS) or was dropped (UNKNOWN_MEMBER_ID,
+//   ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
+// - commit() / committed(): OffsetCommit in the member's generation and
+//   OffsetFetch. leave(): LeaveGroup.
+//
+// A coordinator error (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS) or a broken connection makes the member
+// look the coordinator up again; join() retries those until its deadline.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/buffer.h"
+#include "io/task.h"
+#include "io/time.h"
+#include "net/client/cluster.h"
+
+namespace brook::client {
+
+struct GroupOptions {
+  std::string group_id;
+  std::vector<std::string> topics;  // the subscription
+  // session.timeout.ms, max.poll.interval.ms (the rebalance timeout),
+  // heartbeat.interval.ms, group.instance.id
+  io::Duration session_timeout = std::chrono::milliseconds(10000);
+  io::Duration rebalance_timeout = std::chrono::milliseconds(30000);
+  io::Duration heartbeat_interval = std::chrono::milliseconds(3000);
+  std::optional<std::string> instance_id;
+};
+
+struct GroupAssignment {
+  int32_t generation = -1;
+  std::string member_id;
+  bool leader = false;
+  std::vector<TopicPartition> partitions;
+};
+
+// The range assignor (Kafka's RangeAssignor): per topic, the members
+// subscribed to it in member id order take consecutive ranges of its
+// partitions, the first (count % members) one more each.
+std::map<std::string, std::vector<TopicPartition>> range_assign(
+    const std::map<std::string, std::vector<std::string>>& subscriptions,
+    const std::map<std::string, int32_t>& partition_counts);
+
+// The consumer protocol's subscription and assignment bytes (version 0).
+io::Buffer encode_subscription(const std::vector<std::string>& topics);
+io::Buffer encode_assignment(const std::vector<TopicPartition>& partitions);
+absl::StatusOr<std::vector<std::string>> decode_subscription(const io::Buffer& bytes);
+absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& bytes);
+
+class GroupMember {
+ public:
+  GroupMember(Cluster& cluster, GroupOptions options);
+
+  // Joins (or rejoins) the group; retries retriable errors until `deadline`.
+  io::Task<absl::StatusOr<GroupAssignment>> join(io::Instant deadline);
+  // One heartbeat in the current generation.
+  io::Task<absl::Status> heartbeat();
+  // Commits `offsets` in the current generation (generation -1 and no
+  // member id when the member never joined: manual assignment).
+  io::Task<absl::Status> commit(const std::map<TopicPartition, int64_t>& offsets);
+  // The committed offsets (-1 where none).
+  io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> committed(const std::vector<TopicPartition>& partitions);
+  // Leaves the group (best effort) and forgets the member id.
+  io::Task<void> leave();
+
+  const std::string& member_id() const { return member_id_; }
+  int32_t generation() const { return generation_; }
+  // The coordinator's broker id, -1 while unknown.
+  int32_t coordinator() const { return coordinator_; }
+
+ private:
+  // The coordinator's connection, found with FindCoordinator when unknown.
+  io::Task<absl::StatusOr<net::Peer*>> coordinator_peer();
+  // Forgets the coordinator after `code` (or a transport error) says so.
+  void maybe_forget_coordinator(int16_t code);
+  io::Task<absl::StatusOr<GroupAssignment>> join_once();
+
+  Cluster* cluster_;
+  GroupOptions options_;
+  std::string member_id_;
+  int32_t generation_ = -1;
+  int32_t coordinator_ = -1;
+};
+
+}  // namespace brook::client

@@ -1,0 +1,420 @@
+// sim/groups.cc: the "groups" scenario (see groups.h).
+#include "sim/groups.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "net/client/admin.h"
+#include "net/client/group.h"
+#include "sim/broker.h"
+#include "sim/faults.h"
+#include "sim/world.h"
+
+namespace brook::sim {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint16_t kBrokerPort = 9092;
+constexpr uint16_t kControllerPort = 9093;
+constexpr uint64_t kConfigSalt = 0x6772'6f75'7073'0001ULL;  // "groups"
+constexpr std::string_view kTopic = "events";
+constexpr std::string_view kGroup = "workers";
+constexpr size_t kFailuresMax = 10;
+constexpr io::Duration kRpcTimeout = 3s;
+
+struct GroupsSimConfig {
+  FaultConfig faults;
+  int nodes = 3;
+  int partitions = 4;
+  int members = 3;
+  int offsets_partitions = 3;
+  io::Duration initial_delay{0};
+  io::Duration session_timeout = 6s;
+  io::Duration rebalance_timeout = 10s;
+  io::Duration heartbeat_interval = 1s;
+  io::Duration commit_interval_max = 2s;
+  io::Duration workload = 40s;
+  io::Duration quiet_max = 120s;
+
+  static GroupsSimConfig draw(uint64_t seed) {
+    io::Random r(seed ^ kConfigSalt);
+    GroupsSimConfig c;
+    c.faults = FaultConfig::draw(r);
+    c.partitions = static_cast<int>(r.uniform_range(1, 6));
+    c.members = static_cast<int>(r.uniform_range(1, 4));
+    c.offsets_partitions = static_cast<int>(r.uniform_range(1, 4));
+    c.initial_delay = r.uniform(2) == 0 ? 0ms : uniform_duration(r, 10ms, 1s);
+    c.session_timeout = uniform_duration(r, 2s, 8s);
+    c.rebalance_timeout = uniform_duration(r, 3s, 12s);
+    c.heartbeat_interval = c.session_timeout / 4;
+    c.commit_interval_max = uniform_duration(r, 100ms, 3s);
+    return c;
+  }
+  std::string describe() const {
+    return fmt::format(
+        "groups: nodes={} partitions={} members={} offsets-partitions={} initial-delay={} session={} "
+        "rebalance={} heartbeat={} commit-interval<={}\n{}",
+        nodes, partitions, members, offsets_partitions, seconds(initial_delay), seconds(session_timeout),
+        seconds(rebalance_timeout), seconds(heartbeat_interval), seconds(commit_interval_max), faults.describe());
+  }
+};
+
+// What one member last learnt: its generation and partitions, and whether
+// a heartbeat in that generation has succeeded since.
+struct MemberView {
+  int32_t generation = -1;
+  std::string member_id;
+  std::vector<int32_t> partitions;
+  bool confirmed = false;
+  bool up = false;
+};
+
+struct Shared {
+  explicit Shared(GroupsSimConfig c) : config(std::move(c)), members(static_cast<size_t>(config.members)) {}
+
+  GroupsSimConfig config;
+  std::vector<io::Address> brokers;
+  std::vector<io::Address> controllers;
+  std::vector<MemberView> members;
+  // Generation -> partition -> the member id SyncGroup gave it to.
+  std::map<int32_t, std::map<int32_t, std::string>> owners;
+  // Partition -> the largest committed offset a commit was acknowledged for.
+  std::map<int32_t, int64_t> acked_commit;
+  std::vector<std::string> violations;
+  bool topic_ready = false;
+  bool final_checked = false;
+  uint64_t joins = 0;
+  uint64_t generations = 0;
+  uint64_t commits_acked = 0;
+  uint64_t commits_failed = 0;
+  uint64_t takeovers_checked = 0;
+  uint64_t broker_starts = 0;
+  uint64_t member_starts = 0;
+
+  void violation(std::string what) {
+    if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
+  }
+};
+
+client::ClientOptions client_options(Shared* s, std::string name) {
+  client::ClientOptions o;
+  o.bootstrap = s->brokers;
+  o.client_id = std::move(name);
+  o.request_timeout = kRpcTimeout;
+  o.retry_backoff = 100ms;
+  o.allow_auto_create_topics = false;
+  return o;
+}
+
+client::GroupOptions group_options(Shared* s) {
+  client::GroupOptions g;
+  g.group_id = std::string(kGroup);
+  g.topics = {std::string(kTopic)};
+  g.session_timeout = s->config.session_timeout;
+  g.rebalance_timeout = s->config.rebalance_timeout;
+  g.heartbeat_interval = s->config.heartbeat_interval;
+  return g;
+}
+
+io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
+  ++s->broker_starts;
+  ServerNodeOptions o;
+  o.index = index;
+  o.brokers = s->brokers;
+  o.controllers = s->controllers;
+  o.partitions = s->config.partitions;
+  o.replication_factor = s->config.nodes;
+  o.min_insync = std::min(2, s->config.nodes);
+  o.offsets_partitions = s->config.offsets_partitions;
+  o.offsets_replication_factor = s->config.nodes;
+  o.group_initial_delay = s->config.initial_delay;
+  o.group_min_session_timeout = 1s;
+  co_await server_node_main(ctx, std::move(o));
+}
+
+io::Task<void> ensure_topic(io::Context* ctx, Shared* s, client::Cluster* cluster) {
+  while (!s->topic_ready) {
+    client::NewTopic t;
+    t.name = std::string(kTopic);
+    t.partitions = s->config.partitions;
+    t.replication_factor = static_cast<int16_t>(s->config.nodes);
+    std::vector<client::NewTopic> topics{t};
+    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
+        co_await client::create_topics(*cluster, std::move(topics));
+    if (created.ok()) {
+      const absl::Status& st = (*created)[std::string(kTopic)].status;
+      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) {
+        s->topic_ready = true;
+        co_return;
+      }
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+}
+
+// One group member: joins, checks where it starts against the commits
+// acknowledged so far, then "consumes" (advances its positions), commits
+// and heartbeats until the group rebalances, and joins again.
+io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
+  ++s->member_starts;
+  MemberView& view = s->members[static_cast<size_t>(index)];
+  view = MemberView{};
+  view.up = true;
+  struct Down {
+    MemberView* v;
+    ~Down() { v->up = false; }
+  } down{&view};
+  client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
+  co_await ensure_topic(ctx, s, &cluster);
+  client::GroupMember member(cluster, group_options(s));
+  const io::Duration hb = s->config.heartbeat_interval;
+  while (true) {
+    view.confirmed = false;
+    absl::StatusOr<client::GroupAssignment> joined = co_await member.join(ctx->clock().now() + 30s);
+    if (!joined.ok()) {
+      ctx->log().debug("groups-sim: member {} join: {}", index, joined.status().ToString());
+      co_await ctx->clock().sleep_for(200ms);
+      continue;
+    }
+    ++s->joins;
+    const client::GroupAssignment& a = *joined;
+    ctx->log().info("groups-sim: member {} is {} in generation {} with {} partitions", index, a.member_id,
+                    a.generation, a.partitions.size());
+    view.generation = a.generation;
+    view.member_id = a.member_id;
+    view.partitions.clear();
+    // No two members of one generation own the same partition.
+    std::map<int32_t, std::string>& owned = s->owners[a.generation];
+    if (owned.empty()) ++s->generations;
+    for (const client::TopicPartition& tp : a.partitions) {
+      view.partitions.push_back(tp.partition);
+      auto [it, fresh] = owned.emplace(tp.partition, a.member_id);
+      if (!fresh && it->second != a.member_id) {
+        s->violation(fmt::format("generation {}: partition {} assigned to both {} and {}", a.generation,
+                                 tp.partition, it->second, a.member_id));
+      }
+    }
+    // Where the member starts: never below a commit acknowledged before it
+    // asked.
+    const std::map<int32_t, int64_t> acked_before = s->acked_commit;
+    absl::StatusOr<std::map<client::TopicPartition, int64_t>> starts = co_await member.committed(a.partitions);
+    if (!starts.ok()) continue;
+    std::map<client::TopicPartition, int64_t> positions;
+    for (const auto& [tp, committed] : *starts) {
+      ++s->takeovers_checked;
+      auto acked = acked_before.find(tp.partition);
+      if (acked != acked_before.end() && committed < acked->second) {
+        s->violation(fmt::format("member {} (generation {}) took over partition {} at committed offset {}, "
+                                 "below the acknowledged commit {}",
+                                 a.member_id, a.generation, tp.partition, committed, acked->second));
+      }
+      positions[tp] = std::max<int64_t>(committed, 0);
+    }
+    io::Instant next_commit = ctx->clock().now();
+    bool rebalancing = false;
+    while (true) {
+      co_await ctx->clock().sleep_for(hb);
+      for (auto& [tp, pos] : positions) pos += static_cast<int64_t>(ctx->random().uniform(10));
+      if (!positions.empty() && ctx->clock().now() >= next_commit) {
+        next_commit = ctx->clock().now() + uniform_duration(ctx->random(), 0ms, s->config.commit_interval_max);
+        const std::map<client::TopicPartition, int64_t> committing = positions;
+        absl::Status c = co_await member.commit(committing);
+        std::vector<int64_t> values;
+        for (const auto& [tp, off] : committing) values.push_back(off);
+        ctx->log().debug("groups-sim: member {} generation {} commit [{}]: {}", index, a.generation,
+                         fmt::join(values, ","), c.ToString());
+        if (c.ok()) {
+          ++s->commits_acked;
+          for (const auto& [tp, off] : committing) {
+            int64_t& high = s->acked_commit[tp.partition];
+            high = std::max(high, off);
+          }
+        } else {
+          ++s->commits_failed;
+        }
+      }
+      absl::Status h = co_await member.heartbeat();
+      if (h.ok()) {
+        view.confirmed = true;
+        continue;
+      }
+      ctx->log().info("groups-sim: member {} heartbeat in generation {}: {}", index, a.generation, h.ToString());
+      // A coordinator that moved or did not answer is looked up again and
+      // the heartbeat retried; the member rejoins when the group says so.
+      if (absl::IsUnavailable(h) || absl::IsDeadlineExceeded(h)) {
+        if (!absl::StrContains(h.message(), "REBALANCE_IN_PROGRESS")) continue;
+      }
+      rebalancing = absl::StrContains(h.message(), "REBALANCE_IN_PROGRESS");
+      break;
+    }
+    view.confirmed = false;
+    if (rebalancing && !positions.empty()) {
+      // Like a consumer's revocation: commit what was consumed, then rejoin.
+      absl::Status c = co_await member.commit(positions);
+      if (c.ok()) {
+        ++s->commits_acked;
+        for (const auto& [tp, off] : positions) {
+          int64_t& high = s->acked_commit[tp.partition];
+          high = std::max(high, off);
+        }
+      }
+    }
+  }
+}
+
+// After the heal: the group settled on one generation that every member
+// is in (confirmed by a heartbeat), owning every partition once.
+bool settled(const Shared& s, std::string* why) {
+  int32_t generation = -1;
+  std::set<int32_t> owned;
+  size_t count = 0;
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    const MemberView& m = s.members[i];
+    if (!m.up || !m.confirmed) {
+      *why = fmt::format("member {} ({}) is not in a confirmed generation (last {})", i, m.up ? "up" : "down",
+                         m.generation);
+      return false;
+    }
+    if (generation >= 0 && m.generation != generation) {
+      *why = fmt::format("members are in generations {} and {}", generation, m.generation);
+      return false;
+    }
+    generation = m.generation;
+    owned.insert(m.partitions.begin(), m.partitions.end());
+    count += m.partitions.size();
+  }
+  if (static_cast<int>(owned.size()) != s.config.partitions || count != owned.size()) {
+    *why = fmt::format("generation {} owns partitions [{}] ({} assignments) of {}", generation, fmt::join(owned, ","),
+                       count, s.config.partitions);
+    return false;
+  }
+  return true;
+}
+
+// The committed offsets after the heal hold every acknowledged commit.
+io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
+  client::Cluster cluster(*ctx, client_options(s, "checker"));
+  client::GroupMember reader(cluster, group_options(s));
+  std::vector<client::TopicPartition> all;
+  for (int32_t p = 0; p < s->config.partitions; ++p) all.emplace_back(std::string(kTopic), p);
+  while (true) {
+    // Commits acknowledged after this snapshot may be newer than the answer.
+    const std::map<int32_t, int64_t> acked_before = s->acked_commit;
+    absl::StatusOr<std::map<client::TopicPartition, int64_t>> committed = co_await reader.committed(all);
+    if (committed.ok()) {
+      for (const auto& [tp, off] : *committed) {
+        auto acked = acked_before.find(tp.partition);
+        if (acked != acked_before.end() && off < acked->second) {
+          s->violation(fmt::format("partition {}: committed offset {} is below the acknowledged commit {}",
+                                   tp.partition, off, acked->second));
+        }
+      }
+      s->final_checked = true;
+      co_return;
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
+  GroupsSimConfig config = GroupsSimConfig::draw(options.seed);
+  WorldOptions world_options;
+  world_options.scenario = options.name;
+  world_options.network = config.faults.network;
+  world_options.trace = options.trace;
+  world_options.log_sink = options.log_sink;
+  Shared shared(config);  // before the World: dying tasks touch it
+  World world(options.seed, world_options);
+  if (options.out != nullptr) {
+    fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name, options.seed,
+               config.describe(), world.buggify().enabled() ? "on" : "off");
+  }
+  io::Random node_random(options.seed ^ (kConfigSalt << 1));
+  std::vector<Node*> servers;
+  for (int i = 0; i < config.nodes; ++i) {
+    Node& server = world.add_node(config.faults.node_options(node_random));
+    servers.push_back(&server);
+    shared.brokers.push_back(server.address(kBrokerPort));
+    shared.controllers.push_back(server.address(kControllerPort));
+  }
+  std::vector<Node*> clients;
+  for (int i = 0; i < config.members; ++i) clients.push_back(&world.add_node(config.faults.node_options(node_random)));
+  Shared* s = &shared;
+  for (int i = 0; i < config.nodes; ++i) {
+    servers[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return server_main(&ctx, s, i); });
+  }
+  for (int i = 0; i < config.members; ++i) {
+    clients[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return member_main(&ctx, s, i); });
+  }
+  FaultSchedule faults(world, config.faults);
+  faults.start();
+  world.run_for(config.workload);
+  faults.stop();
+  // Liveness: the group settles, and stays settled on one generation for
+  // three session timeouts (a view can look settled on a generation the
+  // coordinator already left; that does not last).
+  std::string why = "not checked";
+  int32_t settled_generation = -1;
+  int64_t settled_since_ns = -1;
+  const int64_t hold_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(3 * config.session_timeout).count();
+  const bool live = world.run_until(
+      [&] {
+        if (!settled(shared, &why)) {
+          settled_since_ns = -1;
+          return false;
+        }
+        const int32_t generation = shared.members.front().generation;
+        if (settled_since_ns < 0 || generation != settled_generation) {
+          settled_generation = generation;
+          settled_since_ns = world.now_ns();
+        }
+        if (world.now_ns() - settled_since_ns < hold_ns) {
+          why = fmt::format("settled on generation {} for less than {}", generation,
+                            seconds(3 * config.session_timeout));
+          return false;
+        }
+        return true;
+      },
+      config.quiet_max);
+  faults.finish();
+  Node& checker = *clients.front();
+  checker.crash();
+  checker.start([s](io::Context& ctx) { return final_check_main(&ctx, s); });
+  world.run_until([&] { return shared.final_checked; }, 60s);
+
+  ScenarioResult result;
+  result.failures = shared.violations;
+  if (!live && result.failures.size() < kFailuresMax) {
+    result.failures.push_back(
+        fmt::format("liveness: the group did not settle within {} of the heal: {}", seconds(config.quiet_max), why));
+  }
+  if (!shared.final_checked && result.failures.size() < kFailuresMax) {
+    result.failures.push_back("the final offset check did not finish");
+  }
+  result.passed = result.failures.empty();
+  result.trace_hash = world.trace_hash();
+  result.events = world.events_run();
+  result.simulated = world.elapsed();
+  result.replay_command = world.replay_command();
+  result.summary = fmt::format(
+      "groups: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
+      "broker-starts={}; faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
+      "buggify-fired={}",
+      shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
+      shared.member_starts, shared.broker_starts, faults.crashes, faults.partitions, faults.clogs, faults.resets,
+      faults.wall_jumps, faults.revivals, world.buggify().fired());
+  return result;
+}
+
+}  // namespace brook::sim
