@@ -208,6 +208,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.offsets_topic_replication_factor = static_cast<int16_t>(o.offsets_replication_factor);
   bc.group.initial_rebalance_delay = o.group_initial_delay;
   bc.group.min_session_timeout = o.group_min_session_timeout;
+  bc.group.mutant_unfenced_commits = o.group_mutant_unfenced_commits;
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
   if (o.on_broker) o.on_broker(&broker);

@@ -74,6 +74,7 @@ struct ServerNodeOptions {
   int offsets_replication_factor = 1;
   io::Duration group_initial_delay{0};
   io::Duration group_min_session_timeout{std::chrono::seconds(1)};
+  bool group_mutant_unfenced_commits = false;
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
 };

@@ -44,6 +44,7 @@ struct GroupsSimConfig {
   io::Duration commit_interval_max = 2s;
   io::Duration workload = 40s;
   io::Duration quiet_max = 120s;
+  bool mutant_unfenced_commits = false;
 
   static GroupsSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -138,6 +139,7 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.offsets_replication_factor = s->config.nodes;
   o.group_initial_delay = s->config.initial_delay;
   o.group_min_session_timeout = 1s;
+  o.group_mutant_unfenced_commits = s->config.mutant_unfenced_commits;
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -329,6 +331,7 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
 
 absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   GroupsSimConfig config = GroupsSimConfig::draw(options.seed);
+  config.mutant_unfenced_commits = options.name == "groups-mutant-fence";
   WorldOptions world_options;
   world_options.scenario = options.name;
   world_options.network = config.faults.network;

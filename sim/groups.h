@@ -22,6 +22,9 @@
 //   partition exactly once, and stays on it for three session timeouts;
 // - the committed offsets read at the end are not below any acknowledged
 //   commit.
+//
+// The mutant (groups-mutant-fence) lets OffsetCommit skip the member and
+// generation checks; the checkers must report lost progress.
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -1064,7 +1064,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   }
   if (g->state == State::kDead) co_return fail_all(Error::kCoordinatorNotAvailable);
   if (static_member_fenced(*g, r.member_id, r.group_instance_id)) co_return fail_all(Error::kFencedInstanceId);
-  if (!(generation < 0 && g->state == State::kEmpty)) {
+  if (!(generation < 0 && g->state == State::kEmpty) && !config_.mutant_unfenced_commits) {
     if (g->state == State::kCompletingRebalance) co_return fail_all(Error::kRebalanceInProgress);
     auto m = g->members.find(r.member_id);
     if (m == g->members.end()) co_return fail_all(Error::kUnknownMemberId);

@@ -94,6 +94,10 @@ struct GroupCoordinatorConfig {
   // offsets.retention.minutes, offsets.retention.check.interval.ms
   io::Duration offsets_retention{std::chrono::minutes(7 * 24 * 60)};
   io::Duration offsets_retention_check_interval{std::chrono::milliseconds(600000)};
+  // Mutation testing only (the groups-mutant-fence simulation): OffsetCommit
+  // skips the member and generation checks, so a member of an old generation
+  // can overwrite its successor's progress. The checkers must notice.
+  bool mutant_unfenced_commits = false;
 };
 
 // One record of a coordinator partition; no value deletes the key.
