@@ -21,6 +21,7 @@ void usage() {
                "  topics      create, list, describe, alter and delete topics\n"
                "  produce     send lines of standard input as records\n"
                "  consume     print the records of a topic\n"
+               "  groups      list, describe and delete consumer groups; reset their offsets\n"
                "  perf        producer and consumer throughput and latency (perf produce|consume)\n"
                "  format      write meta.properties into a data directory\n"
                "  random-uuid print a new cluster id\n");
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   if (command == "produce") return brook::tools::produce_main(args);
   if (command == "consume") return brook::tools::consume_main(args);
   if (command == "perf") return brook::tools::perf_main(args);
+  if (command == "groups") return brook::tools::groups_main(args);
   if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();

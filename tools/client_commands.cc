@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ctime>
 #include <climits>
 #include <functional>
 #include <initializer_list>
@@ -51,6 +52,7 @@
 #include "io/when.h"
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
+#include "net/client/group.h"
 #include "net/client/producer.h"
 #include "net/kafka/errors.h"
 #include "tools/client_tool.h"
@@ -800,6 +802,264 @@ int perf_main(Args args) {
   }
   if (a.mode == "produce") return run_client_tool("perf", [&a](io::Context& ctx) { return perf_produce_run(ctx, &a); });
   return run_client_tool("perf", [&a](io::Context& ctx) { return perf_consume_run(ctx, &a); });
+}
+
+// ---------------------------------------------------------------------------
+// brook groups (Kafka's kafka-consumer-groups)
+
+namespace {
+
+constexpr std::string_view kGroupsUsage =
+    "brook groups --bootstrap-server H:P --list\n"
+    "       | --describe --group G [--state | --members]\n"
+    "       | --delete --group G\n"
+    "       | --reset-offsets --group G (--topic T | --all-topics)\n"
+    "           (--to-earliest | --to-latest | --to-offset N | --shift-by N | --to-datetime YYYY-MM-DDTHH:MM:SS[.sss])\n"
+    "           [--execute | --dry-run]";
+
+struct GroupsArgs {
+  client::ClientOptions client;
+  std::string action;
+  std::string group;
+  std::string topic;
+  bool all_topics = false;
+  std::string view = "offsets";  // --describe: offsets, state or members
+  std::string reset;             // earliest, latest, offset, shift, datetime
+  int64_t reset_value = 0;
+  bool execute = false;
+};
+
+// "2024-01-31T12:00:00[.123]" (UTC) in milliseconds since the epoch.
+std::optional<int64_t> parse_datetime(std::string_view text) {
+  std::tm tm{};
+  int millis = 0;
+  const std::string t(text);
+  char* end = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) return std::nullopt;
+  if (*end == '.') {
+    char* after = nullptr;
+    millis = static_cast<int>(std::strtol(end + 1, &after, 10));
+    end = after;
+  }
+  if (*end != '\0' && std::string_view(end) != "Z") return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
+}
+
+// The partitions of the named topics (all of the group's committed topics
+// when `topics` is empty), sorted.
+io::Task<absl::StatusOr<std::vector<client::TopicPartition>>> partitions_of(client::Cluster& cluster,
+                                                                           std::vector<std::string> topics) {
+  std::vector<client::TopicPartition> out;
+  absl::StatusOr<std::vector<client::TopicInfo>> described = co_await client::describe_topics(cluster, topics);
+  if (!described.ok()) co_return described.status();
+  for (const client::TopicInfo& t : *described) {
+    if (t.error_code != 0) co_return client::error_status(t.error_code, t.name);
+    for (const client::PartitionInfo& p : t.partitions) out.emplace_back(t.name, p.partition);
+  }
+  std::sort(out.begin(), out.end());
+  co_return out;
+}
+
+io::Task<int> groups_run(io::Context& ctx, const GroupsArgs* a) {
+  client::Cluster cluster(ctx, a->client);
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "Error: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  if (a->action == "list") {
+    absl::StatusOr<std::vector<client::GroupListing>> groups = co_await client::list_groups(cluster);
+    if (!groups.ok()) co_return fail(groups.status());
+    for (const client::GroupListing& g : *groups) std::printf("%s\n", g.group_id.c_str());
+    co_return 0;
+  }
+  if (a->action == "delete") {
+    absl::Status s = co_await client::delete_group(cluster, a->group);
+    if (!s.ok()) co_return fail(s);
+    std::printf("Deletion of requested consumer groups ('%s') was successful.\n", a->group.c_str());
+    co_return 0;
+  }
+  absl::StatusOr<client::GroupDescription> d = co_await client::describe_group(cluster, a->group);
+  if (!d.ok()) co_return fail(d.status());
+  client::GroupOptions go;
+  go.group_id = a->group;
+  client::GroupMember reader(cluster, go);  // never joins: reads and commits as an admin
+  if (a->action == "describe" && a->view == "state") {
+    std::printf("%-30s %-20s %-20s %-20s %s\n", "GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS");
+    const auto& b = cluster.brokers();
+    auto it = b.find(d->coordinator);
+    const std::string coordinator =
+        it == b.end() ? fmt::format("({})", d->coordinator)
+                      : fmt::format("{}:{} ({})", it->second.address.host, it->second.address.port, d->coordinator);
+    std::printf("%-30s %-20s %-20s %-20s %zu\n", a->group.c_str(), coordinator.c_str(), d->protocol.c_str(),
+                d->state.c_str(), d->members.size());
+    co_return 0;
+  }
+  if (a->action == "describe" && a->view == "members") {
+    std::printf("%-30s %-50s %-20s %-20s %s\n", "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS");
+    for (const client::GroupMemberDescription& m : d->members) {
+      std::printf("%-30s %-50s %-20s %-20s %zu\n", a->group.c_str(), m.member_id.c_str(), m.client_host.c_str(),
+                  m.client_id.c_str(), m.assignment.size());
+    }
+    co_return 0;
+  }
+  // The group's committed offsets (all of them: OffsetFetch with no topics
+  // is not offered by GroupMember, so ask for the topics' partitions).
+  std::vector<std::string> topics;
+  if (a->action == "reset-offsets" && !a->all_topics) topics.push_back(a->topic);
+  std::map<client::TopicPartition, std::string> owner;
+  for (const client::GroupMemberDescription& m : d->members) {
+    for (const client::TopicPartition& tp : m.assignment) {
+      owner[tp] = m.member_id;
+      if (a->action == "describe") topics.push_back(tp.topic);
+    }
+  }
+  absl::StatusOr<std::vector<client::TopicPartition>> parts;
+  if (a->action == "describe" || a->all_topics) {
+    // Every topic the group has offsets for: look at every topic.
+    std::vector<std::string> none;
+    parts = co_await partitions_of(cluster, none);
+  } else {
+    parts = co_await partitions_of(cluster, topics);
+  }
+  if (!parts.ok()) co_return fail(parts.status());
+  absl::StatusOr<std::map<client::TopicPartition, int64_t>> committed = co_await reader.committed(*parts);
+  if (!committed.ok()) co_return fail(committed.status());
+  std::vector<client::TopicPartition> shown;
+  for (const client::TopicPartition& tp : *parts) {
+    const bool has_offset = committed->contains(tp) && committed->at(tp) >= 0;
+    if (a->action == "describe" && !has_offset && !owner.contains(tp)) continue;
+    if (a->action == "reset-offsets" && a->all_topics && !has_offset) continue;
+    shown.push_back(tp);
+  }
+  std::map<client::TopicPartition, absl::StatusOr<client::ListedOffset>> ends =
+      co_await client::list_offsets(cluster, shown, client::kLatestOffset);
+  if (a->action == "describe") {
+    if (d->members.empty()) std::printf("\nConsumer group '%s' has no active members.\n", a->group.c_str());
+    std::printf("\n%-30s %-30s %-10s %-15s %-15s %-10s %-50s %-20s %s\n", "GROUP", "TOPIC", "PARTITION",
+                "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID");
+    for (const client::TopicPartition& tp : shown) {
+      const int64_t current = committed->contains(tp) ? committed->at(tp) : -1;
+      const int64_t end = ends[tp].ok() ? ends[tp]->offset : -1;
+      std::string member = "-", host = "-", client_id = "-";
+      if (auto o = owner.find(tp); o != owner.end()) {
+        for (const client::GroupMemberDescription& m : d->members) {
+          if (m.member_id == o->second) {
+            member = m.member_id;
+            host = m.client_host.empty() ? "-" : m.client_host;
+            client_id = m.client_id;
+          }
+        }
+      }
+      const std::string cur = current >= 0 ? std::to_string(current) : "-";
+      const std::string lag = current >= 0 && end >= 0 ? std::to_string(end - current) : "-";
+      std::printf("%-30s %-30s %-10d %-15s %-15lld %-10s %-50s %-20s %s\n", a->group.c_str(), tp.topic.c_str(),
+                  tp.partition, cur.c_str(), static_cast<long long>(end), lag.c_str(), member.c_str(), host.c_str(),
+                  client_id.c_str());
+    }
+    co_return 0;
+  }
+  // --reset-offsets: only an inactive group, as Kafka's tool requires.
+  if (d->state != "Empty" && d->state != "Dead") {
+    std::fprintf(stderr,
+                 "Error: Assignments can only be reset if the group '%s' is inactive, but the current state is %s.\n",
+                 a->group.c_str(), d->state.c_str());
+    co_return 1;
+  }
+  std::map<client::TopicPartition, absl::StatusOr<client::ListedOffset>> starts =
+      co_await client::list_offsets(cluster, shown, client::kEarliestOffset);
+  std::map<client::TopicPartition, absl::StatusOr<client::ListedOffset>> by_time;
+  if (a->reset == "datetime") by_time = co_await client::list_offsets(cluster, shown, a->reset_value);
+  std::map<client::TopicPartition, int64_t> target;
+  for (const client::TopicPartition& tp : shown) {
+    if (!starts[tp].ok() || !ends[tp].ok()) co_return fail(!starts[tp].ok() ? starts[tp].status() : ends[tp].status());
+    const int64_t lo = starts[tp]->offset;
+    const int64_t hi = ends[tp]->offset;
+    const int64_t current = committed->contains(tp) && committed->at(tp) >= 0 ? committed->at(tp) : lo;
+    int64_t t = current;
+    if (a->reset == "earliest") t = lo;
+    if (a->reset == "latest") t = hi;
+    if (a->reset == "offset") t = a->reset_value;
+    if (a->reset == "shift") t = current + a->reset_value;
+    if (a->reset == "datetime") t = by_time[tp].ok() && by_time[tp]->offset >= 0 ? by_time[tp]->offset : hi;
+    target[tp] = std::clamp(t, lo, hi);
+  }
+  std::printf("\n%-30s %-30s %-10s %s\n", "GROUP", "TOPIC", "PARTITION", "NEW-OFFSET");
+  for (const auto& [tp, off] : target) {
+    std::printf("%-30s %-30s %-10d %lld\n", a->group.c_str(), tp.topic.c_str(), tp.partition,
+                static_cast<long long>(off));
+  }
+  if (!a->execute) co_return 0;
+  absl::Status s = co_await reader.commit(target);
+  if (!s.ok()) co_return fail(s);
+  co_return 0;
+}
+
+}  // namespace
+
+int groups_main(Args args) {
+  GroupsArgs a;
+  CommonArgs common{&a.client, &a.topic, nullptr};
+  absl::Status parsed = walk_options(
+      args,
+      {"--list", "--describe", "--delete", "--reset-offsets", "--state", "--members", "--offsets", "--all-topics",
+       "--to-earliest", "--to-latest", "--execute", "--dry-run"},
+      [&](std::string_view name, std::string_view value) -> absl::Status {
+        bool handled = false;
+        if (absl::Status st = common.take(name, value, &handled); handled) return st;
+        auto set_reset = [&](std::string kind) -> absl::Status {
+          if (!a.reset.empty()) return absl::InvalidArgumentError("one reset target only");
+          a.reset = std::move(kind);
+          return absl::OkStatus();
+        };
+        if (name == "--list" || name == "--describe" || name == "--delete" || name == "--reset-offsets") {
+          if (!a.action.empty()) return absl::InvalidArgumentError("one of --list, --describe, --delete, --reset-offsets");
+          a.action = std::string(name.substr(2));
+        } else if (name == "--group") {
+          a.group = std::string(value);
+        } else if (name == "--state" || name == "--members" || name == "--offsets") {
+          a.view = std::string(name.substr(2));
+        } else if (name == "--all-topics") {
+          a.all_topics = true;
+        } else if (name == "--to-earliest") {
+          return set_reset("earliest");
+        } else if (name == "--to-latest") {
+          return set_reset("latest");
+        } else if (name == "--to-offset" && parse_number(value).has_value()) {
+          a.reset_value = *parse_number(value);
+          return set_reset("offset");
+        } else if (name == "--shift-by" && (parse_number(value).has_value() ||
+                                            (value.starts_with("-") && parse_number(value.substr(1)).has_value()))) {
+          a.reset_value = value.starts_with("-") ? -*parse_number(value.substr(1)) : *parse_number(value);
+          return set_reset("shift");
+        } else if (name == "--to-datetime" && parse_datetime(value).has_value()) {
+          a.reset_value = *parse_datetime(value);
+          return set_reset("datetime");
+        } else if (name == "--execute") {
+          a.execute = true;
+        } else if (name == "--dry-run") {
+          a.execute = false;
+        } else {
+          return bad_option(name, value);
+        }
+        return absl::OkStatus();
+      });
+  if (!parsed.ok()) {
+    fail_usage("groups", std::string(parsed.message()), kGroupsUsage);
+    return 2;
+  }
+  if (!common.have_bootstrap || a.action.empty()) {
+    fail_usage("groups", "--bootstrap-server and an action are required", kGroupsUsage);
+    return 2;
+  }
+  if (a.action != "list" && a.group.empty()) {
+    fail_usage("groups", fmt::format("--{} needs --group", a.action), kGroupsUsage);
+    return 2;
+  }
+  if (a.action == "reset-offsets" && (a.reset.empty() || (a.topic.empty() && !a.all_topics))) {
+    fail_usage("groups", "--reset-offsets needs a target and --topic or --all-topics", kGroupsUsage);
+    return 2;
+  }
+  return run_client_tool("groups", [&a](io::Context& ctx) { return groups_run(ctx, &a); });
 }
 
 }  // namespace brook::tools

@@ -9,6 +9,12 @@
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/consumer_protocol_assignment.h"
 #include "net/kafka/messages/consumer_protocol_subscription.h"
+#include "net/kafka/messages/delete_groups_request.h"
+#include "net/kafka/messages/delete_groups_response.h"
+#include "net/kafka/messages/describe_groups_request.h"
+#include "net/kafka/messages/describe_groups_response.h"
+#include "net/kafka/messages/list_groups_request.h"
+#include "net/kafka/messages/list_groups_response.h"
 #include "net/kafka/messages/find_coordinator_request.h"
 #include "net/kafka/messages/find_coordinator_response.h"
 #include "net/kafka/messages/heartbeat_request.h"
@@ -38,6 +44,9 @@ constexpr int16_t kHeartbeatVersion = 4;
 constexpr int16_t kLeaveGroupVersion = 4;
 constexpr int16_t kOffsetCommitVersion = 8;
 constexpr int16_t kOffsetFetchVersion = 7;
+constexpr int16_t kListGroupsVersion = 4;
+constexpr int16_t kDescribeGroupsVersion = 5;
+constexpr int16_t kDeleteGroupsVersion = 2;
 constexpr const char* kProtocolType = "consumer";
 constexpr const char* kRangeAssignor = "range";
 
@@ -130,6 +139,88 @@ absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& 
   return out;
 }
 
+io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster,
+                                                                          const std::string& group_id) {
+  net::FindCoordinatorRequest r;
+  r.key = group_id;
+  r.key_type = 0;
+  absl::StatusOr<net::FindCoordinatorResponse> found = co_await cluster.any().call<net::FindCoordinatorResponse>(
+      r, kFindCoordinatorVersion, cluster.options().request_timeout);
+  if (!found.ok()) co_return found.status();
+  if (found->error_code != 0) co_return error_status(found->error_code, "FindCoordinator");
+  if (cluster.broker(found->node_id) == nullptr) {
+    CO_RETURN_IF_ERROR(co_await cluster.refresh({}));
+  }
+  net::Peer* p = cluster.broker(found->node_id);
+  if (p == nullptr) co_return absl::UnavailableError(fmt::format("coordinator {} is not a known broker", found->node_id));
+  co_return std::make_pair(found->node_id, p);
+}
+
+io::Task<absl::StatusOr<std::vector<GroupListing>>> list_groups(Cluster& cluster) {
+  CO_RETURN_IF_ERROR(co_await cluster.refresh({}));
+  std::vector<GroupListing> out;
+  std::vector<int32_t> ids;
+  for (const auto& [id, b] : cluster.brokers()) ids.push_back(id);
+  for (int32_t id : ids) {
+    net::Peer* peer = cluster.broker(id);
+    if (peer == nullptr) continue;
+    net::ListGroupsRequest r;
+    absl::StatusOr<net::ListGroupsResponse> listed =
+        co_await group_call<net::ListGroupsResponse>(peer, r, kListGroupsVersion, cluster.options().request_timeout);
+    if (!listed.ok()) co_return listed.status();
+    if (listed->error_code != 0) co_return error_status(listed->error_code, fmt::format("ListGroups to {}", id));
+    for (const auto& g : listed->groups) {
+      out.push_back(GroupListing{g.group_id, g.protocol_type, g.group_state, id});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const GroupListing& a, const GroupListing& b) { return a.group_id < b.group_id; });
+  co_return out;
+}
+
+io::Task<absl::StatusOr<GroupDescription>> describe_group(Cluster& cluster, const std::string& group_id) {
+  CO_ASSIGN_OR_RETURN(auto coordinator, co_await find_coordinator(cluster, group_id));
+  net::DescribeGroupsRequest r;
+  r.groups = {group_id};
+  absl::StatusOr<net::DescribeGroupsResponse> described = co_await group_call<net::DescribeGroupsResponse>(
+      coordinator.second, r, kDescribeGroupsVersion, cluster.options().request_timeout);
+  if (!described.ok()) co_return described.status();
+  if (described->groups.size() != 1) co_return absl::DataLossError("DescribeGroups: not one group in the answer");
+  const auto& g = described->groups[0];
+  if (g.error_code != 0) co_return error_status(g.error_code, "DescribeGroups");
+  GroupDescription out;
+  out.group_id = g.group_id;
+  out.state = g.group_state;
+  out.protocol_type = g.protocol_type;
+  out.protocol = g.protocol_data;
+  out.coordinator = coordinator.first;
+  for (const auto& m : g.members) {
+    GroupMemberDescription d;
+    d.member_id = m.member_id;
+    d.instance_id = m.group_instance_id;
+    d.client_id = m.client_id;
+    d.client_host = m.client_host;
+    if (g.protocol_type == kProtocolType) {
+      absl::StatusOr<std::vector<TopicPartition>> a = decode_assignment(m.member_assignment);
+      if (a.ok()) d.assignment = std::move(*a);
+    }
+    out.members.push_back(std::move(d));
+  }
+  co_return out;
+}
+
+io::Task<absl::Status> delete_group(Cluster& cluster, const std::string& group_id) {
+  CO_ASSIGN_OR_RETURN(auto coordinator, co_await find_coordinator(cluster, group_id));
+  net::DeleteGroupsRequest r;
+  r.groups_names = {group_id};
+  absl::StatusOr<net::DeleteGroupsResponse> deleted = co_await group_call<net::DeleteGroupsResponse>(
+      coordinator.second, r, kDeleteGroupsVersion, cluster.options().request_timeout);
+  if (!deleted.ok()) co_return deleted.status();
+  for (const auto& res : deleted->results) {
+    if (res.error_code != 0) co_return error_status(res.error_code, "DeleteGroups");
+  }
+  co_return absl::OkStatus();
+}
+
 GroupMember::GroupMember(Cluster& cluster, GroupOptions options)
     : cluster_(&cluster), options_(std::move(options)) {}
 
@@ -141,20 +232,9 @@ io::Task<absl::StatusOr<net::Peer*>> GroupMember::coordinator_peer() {
   if (coordinator_ >= 0) {
     if (net::Peer* p = cluster_->broker(coordinator_)) co_return p;
   }
-  net::FindCoordinatorRequest r;
-  r.key = options_.group_id;
-  r.key_type = 0;
-  absl::StatusOr<net::FindCoordinatorResponse> found = co_await cluster_->any().call<net::FindCoordinatorResponse>(
-      r, kFindCoordinatorVersion, cluster_->options().request_timeout);
-  if (!found.ok()) co_return found.status();
-  if (found->error_code != 0) co_return error_status(found->error_code, "FindCoordinator");
-  if (cluster_->broker(found->node_id) == nullptr) {
-    CO_RETURN_IF_ERROR(co_await cluster_->refresh({}));
-  }
-  net::Peer* p = cluster_->broker(found->node_id);
-  if (p == nullptr) co_return absl::UnavailableError(fmt::format("coordinator {} is not a known broker", found->node_id));
-  coordinator_ = found->node_id;
-  co_return p;
+  CO_ASSIGN_OR_RETURN(auto found, co_await find_coordinator(*cluster_, options_.group_id));
+  coordinator_ = found.first;
+  co_return found.second;
 }
 
 io::Task<absl::StatusOr<GroupAssignment>> GroupMember::join(io::Instant deadline) {

@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -65,6 +66,38 @@ io::Buffer encode_subscription(const std::vector<std::string>& topics);
 io::Buffer encode_assignment(const std::vector<TopicPartition>& partitions);
 absl::StatusOr<std::vector<std::string>> decode_subscription(const io::Buffer& bytes);
 absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& bytes);
+
+// The coordinator of `group_id` (FindCoordinator, then its connection).
+io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster,
+                                                                          const std::string& group_id);
+
+// Admin calls (Kafka's AdminClient): the groups every broker coordinates
+// (ListGroups to each), one group's description (DescribeGroups to its
+// coordinator), and DeleteGroups.
+struct GroupListing {
+  std::string group_id;
+  std::string protocol_type;
+  std::string state;
+  int32_t coordinator = -1;
+};
+io::Task<absl::StatusOr<std::vector<GroupListing>>> list_groups(Cluster& cluster);
+struct GroupMemberDescription {
+  std::string member_id;
+  std::optional<std::string> instance_id;
+  std::string client_id;
+  std::string client_host;
+  std::vector<TopicPartition> assignment;  // "consumer" groups
+};
+struct GroupDescription {
+  std::string group_id;
+  std::string state;
+  std::string protocol_type;
+  std::string protocol;
+  int32_t coordinator = -1;
+  std::vector<GroupMemberDescription> members;
+};
+io::Task<absl::StatusOr<GroupDescription>> describe_group(Cluster& cluster, const std::string& group_id);
+io::Task<absl::Status> delete_group(Cluster& cluster, const std::string& group_id);
 
 class GroupMember {
  public:

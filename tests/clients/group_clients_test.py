@@ -248,6 +248,44 @@ def kafka_python_checks(server):
           f"{got[:5]}")
 
 
+def brook_groups_checks(server):
+    """`brook groups` on the groups the other checks left behind."""
+    from kafka import KafkaConsumer
+    b = server.bootstrap
+
+    def brook(*args, ok=True):
+        r = subprocess.run([BROOK, "groups", "--bootstrap-server", b, *args], capture_output=True, text=True,
+                           timeout=60)
+        if ok and r.returncode != 0:
+            raise RuntimeError(f"brook groups {args}: {r.stderr}")
+        return r
+
+    listed = brook("--list").stdout.split()
+    check("brook groups --list names the groups", {"g1", "coop", "kp"} <= set(listed), str(listed))
+    out = brook("--describe", "--group", "kp").stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith("kp ")]
+    # kafka-python committed after the first 50 messages, not after the
+    # last 10: 25 committed of 30 in each partition.
+    check("brook groups --describe shows offsets and lag",
+          len(rows) == 2 and all(r[1] == "groups-kp" and r[3:6] == ["25", "30", "5"] for r in rows), out)
+    brook("--reset-offsets", "--group", "kp", "--topic", "groups-kp", "--to-earliest", "--execute")
+    c = KafkaConsumer("groups-kp", bootstrap_servers=b, group_id="kp", auto_offset_reset="latest",
+                      enable_auto_commit=False, consumer_timeout_ms=8000)
+    got = [m.value.decode() for m in c]
+    c.close()
+    check("brook groups --reset-offsets --to-earliest rewinds the group", len(got) == 60, f"{len(got)}")
+    active = Member(b, "active", "groups-kp")
+    poll_until([active], lambda: len(active.assigned) == 2)
+    r = brook("--reset-offsets", "--group", "active", "--topic", "groups-kp", "--to-latest", "--execute", ok=False)
+    check("brook groups refuses to reset an active group", r.returncode != 0 and "inactive" in r.stderr, r.stderr)
+    members = brook("--describe", "--group", "active", "--members").stdout
+    check("brook groups --describe --members lists the member", "rdkafka" in members or "active" in members,
+          members)
+    active.close()
+    brook("--delete", "--group", "kp")
+    check("brook groups --delete removes the group", "kp" not in brook("--list").stdout.split(), "")
+
+
 def kcat_checks(server):
     b = server.bootstrap
     topic = "groups-kcat"
@@ -281,6 +319,7 @@ def main():
         confluent_group_checks(server, work)
         cooperative_checks(server)
         kafka_python_checks(server)
+        brook_groups_checks(server)
         kcat_checks(server)
         ok = True
     finally:
