@@ -816,7 +816,9 @@ void usage() {
                "                        [--verbose 1]\n"
                "       brook bench file [--backend uring|epoll|all] [--total-mib N]\n"
                "                        [--chunk-kib K] [--sync-kib 1024] [--dir D] [--rounds R]\n"
-               "                        [--pin-cpu C]\n");
+               "                        [--pin-cpu C]\n"
+               "       brook bench groups (--bootstrap-server H:P | --sim) [--members N]\n"
+               "                        [--heartbeat-ms MS] [--commit-seconds S]\n");
 }
 
 }  // namespace
@@ -827,6 +829,7 @@ int bench_main(Args args) {
     return 2;
   }
   const std::string_view what = args[0];
+  if (what == "groups") return group_bench_main(args.subspan(1));
   const std::optional<Options> options = parse_options(args.subspan(1));
   if (!options) {
     usage();

@@ -33,6 +33,8 @@ int consume_main(Args args);
 int groups_main(Args args);
 // brook perf produce|consume --bootstrap-server H:P --topic T ...
 int perf_main(Args args);
+// brook bench groups (--bootstrap-server H:P | --sim) [--members N] ...
+int group_bench_main(Args args);
 // brook random-uuid (a new cluster id)
 int random_uuid_main(Args args);
 
