@@ -433,3 +433,41 @@ TEST(GroupCoordinator, DescribeListDeleteAndOffsetDelete) {
 
 }  // namespace
 }  // namespace brook::group
+
+namespace brook::group {
+namespace {
+
+TEST(GroupCoordinator, OffsetsExpireAfterTheGroupEmpties) {
+  Harness h;  // offsets.retention 1 h, checked every minute
+  auto [a, b, gen] = h.form_group("g");
+  EXPECT_EQ(h.commit("g", gen, a, "t", 0, 5).topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.commit("manual", -1, "", "t", 1, 7).topics[0].partitions[0].error_code, 0);
+  // Members keep the offsets however old they get.
+  for (int i = 0; i < 80 * 12; ++i) {  // 80 minutes, heartbeats every 5 s
+    h.world.run_for(5s);
+    EXPECT_EQ(h.heartbeat("g", gen, a), 0);
+    EXPECT_EQ(h.heartbeat("g", gen, b), 0);
+  }
+  EXPECT_EQ(h.fetched("g", "t", 0), 5);
+  // A group without members (manual commits) counts from the commit.
+  EXPECT_EQ(h.fetched("manual", "t", 1), -1);
+  EXPECT_EQ(h.coordinator->group_state("manual"), "Dead");
+  // Emptied, the group keeps its offsets for the retention period, then
+  // loses them and is gone, also after a reload.
+  net::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.members.emplace_back().member_id = a;
+  leave.members.emplace_back().member_id = b;
+  (void)h.call(h.coordinator->leave_group(leave, 3));
+  h.world.run_for(50min);
+  EXPECT_EQ(h.fetched("g", "t", 0), 5);
+  h.world.run_for(12min);
+  EXPECT_EQ(h.fetched("g", "t", 0), -1);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+  h.reload();
+  EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+  EXPECT_EQ(h.fetched("g", "t", 0), -1);
+}
+
+}  // namespace
+}  // namespace brook::group
