@@ -226,6 +226,33 @@ def cooperative_checks(server):
         m.close()
 
 
+def static_member_checks(server):
+    """KIP-345: a static member (group.instance.id) that restarts within its
+    session timeout gets its partitions back without a rebalance; the other
+    member keeps its own throughout."""
+    b = server.bootstrap
+    topic = "groups-static"
+    create_topic(b, topic, 4)
+    extra = {"session.timeout.ms": 10000}
+    a = Member(b, "static", topic, extra=dict(extra, **{"group.instance.id": "instance-a"}))
+    m2 = Member(b, "static", topic, extra=dict(extra, **{"group.instance.id": "instance-b"}))
+    ok = poll_until([a, m2], lambda: len(a.assigned) == 2 and len(m2.assigned) == 2)
+    check("static members: two members split four partitions", ok, f"{a.assigned} {m2.assigned}")
+    mine = set(m2.assigned)
+    a.revoked_log.clear()
+    # A static member leaving by close() sends no LeaveGroup: its place waits.
+    m2.close()
+    poll_until([a], lambda: False, timeout=2)
+    back = Member(b, "static", topic, extra=dict(extra, **{"group.instance.id": "instance-b"}))
+    ok = poll_until([a, back], lambda: back.assigned == mine, timeout=30)
+    check("static members: the restarted member gets its partitions back", ok, f"{back.assigned} vs {mine}")
+    poll_until([a, back], lambda: False, timeout=2)
+    check("static members: the other member kept its partitions (no rebalance)",
+          not a.revoked_log and len(a.assigned) == 2, f"revoked {a.revoked_log}")
+    a.close()
+    back.close()
+
+
 def kafka_python_checks(server):
     from kafka import KafkaConsumer
     b = server.bootstrap
@@ -318,6 +345,7 @@ def main():
         server.start()
         confluent_group_checks(server, work)
         cooperative_checks(server)
+        static_member_checks(server)
         kafka_python_checks(server)
         brook_groups_checks(server)
         kcat_checks(server)
