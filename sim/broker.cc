@@ -236,6 +236,35 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   ctx->log().warn("broker-sim: {} stopped: {}", stopped.index() == 0 ? "broker" : "metadata log", why.ToString());
 }
 
+client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id) {
+  client::ClientOptions o;
+  o.bootstrap = brokers;
+  o.client_id = std::move(client_id);
+  o.request_timeout = kRpcTimeout;
+  o.retry_backoff = 100ms;
+  o.allow_auto_create_topics = false;
+  return o;
+}
+
+io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
+                                       int partitions, int replication_factor) {
+  while (true) {
+    client::NewTopic t;
+    t.name = topic;
+    t.partitions = partitions;
+    t.replication_factor = static_cast<int16_t>(replication_factor);
+    std::vector<client::NewTopic> topics{t};
+    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
+        co_await client::create_topics(*cluster, std::move(topics));
+    if (created.ok()) {
+      const absl::Status& st = (*created)[topic].status;
+      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) co_return;
+      ctx->log().debug("sim: CreateTopics {}: {}", topic, st.ToString());
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+}
+
 namespace {
 
 // A node of the scenario; returns when its broker stops (a log failed):
@@ -255,13 +284,7 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
 }
 
 client::ClientOptions client_options(Shared* s, std::string name) {
-  client::ClientOptions o;
-  o.bootstrap = s->brokers;
-  o.client_id = std::move(name);
-  o.request_timeout = kRpcTimeout;
-  o.retry_backoff = 100ms;
-  o.allow_auto_create_topics = false;
-  return o;
+  return sim_client_options(s->brokers, std::move(name));
 }
 
 std::vector<client::TopicPartition> all_partitions(Shared* s) {
@@ -271,21 +294,8 @@ std::vector<client::TopicPartition> all_partitions(Shared* s) {
 }
 
 io::Task<void> ensure_topic(io::Context* ctx, Shared* s, client::Cluster* cluster) {
-  while (true) {
-    client::NewTopic t;
-    t.name = std::string(kTopic);
-    t.partitions = s->config.partitions;
-    t.replication_factor = static_cast<int16_t>(s->config.replication_factor);
-    std::vector<client::NewTopic> topics{t};
-    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
-        co_await client::create_topics(*cluster, std::move(topics));
-    if (created.ok()) {
-      const absl::Status& st = (*created)[std::string(kTopic)].status;
-      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) co_return;
-      ctx->log().debug("broker-sim: CreateTopics: {}", st.ToString());
-    }
-    co_await ctx->clock().sleep_for(200ms);
-  }
+  co_await create_topic_until_done(ctx, cluster, std::string(kTopic), s->config.partitions,
+                                   s->config.replication_factor);
 }
 
 // A producer: idempotent, acks=all, retrying; every acknowledged record is

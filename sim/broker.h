@@ -45,6 +45,7 @@
 #include "io/context.h"
 #include "io/network.h"
 #include "io/time.h"
+#include "net/client/cluster.h"
 #include "io/task.h"
 #include "sim/scenario.h"
 
@@ -79,6 +80,13 @@ struct ServerNodeOptions {
   std::function<void(broker::Broker*)> on_broker;
 };
 io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions options);
+
+// A simulated workload's client settings: these brokers, 3 s requests,
+// 100 ms retry backoff, no topic auto-creation.
+client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id);
+// Creates the topic, retrying every 200 ms until it exists.
+io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
+                                       int partitions, int replication_factor);
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options);
 

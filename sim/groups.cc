@@ -29,7 +29,6 @@ constexpr uint64_t kConfigSalt = 0x6772'6f75'7073'0001ULL;  // "groups"
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kGroup = "workers";
 constexpr size_t kFailuresMax = 10;
-constexpr io::Duration kRpcTimeout = 3s;
 
 struct GroupsSimConfig {
   FaultConfig faults;
@@ -107,13 +106,7 @@ struct Shared {
 };
 
 client::ClientOptions client_options(Shared* s, std::string name) {
-  client::ClientOptions o;
-  o.bootstrap = s->brokers;
-  o.client_id = std::move(name);
-  o.request_timeout = kRpcTimeout;
-  o.retry_backoff = 100ms;
-  o.allow_auto_create_topics = false;
-  return o;
+  return sim_client_options(s->brokers, std::move(name));
 }
 
 client::GroupOptions group_options(Shared* s) {
@@ -144,23 +137,9 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
 }
 
 io::Task<void> ensure_topic(io::Context* ctx, Shared* s, client::Cluster* cluster) {
-  while (!s->topic_ready) {
-    client::NewTopic t;
-    t.name = std::string(kTopic);
-    t.partitions = s->config.partitions;
-    t.replication_factor = static_cast<int16_t>(s->config.nodes);
-    std::vector<client::NewTopic> topics{t};
-    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
-        co_await client::create_topics(*cluster, std::move(topics));
-    if (created.ok()) {
-      const absl::Status& st = (*created)[std::string(kTopic)].status;
-      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) {
-        s->topic_ready = true;
-        co_return;
-      }
-    }
-    co_await ctx->clock().sleep_for(200ms);
-  }
+  if (s->topic_ready) co_return;
+  co_await create_topic_until_done(ctx, cluster, std::string(kTopic), s->config.partitions, s->config.nodes);
+  s->topic_ready = true;
 }
 
 // One group member: joins, checks where it starts against the commits

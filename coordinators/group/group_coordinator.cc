@@ -57,40 +57,27 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-// Kafka's error mapping for a failed write of group metadata.
-Error group_write_error(Error e) {
-  switch (e) {
-    case Error::kUnknownTopicOrPartition:
-    case Error::kNotEnoughReplicas:
-    case Error::kNotEnoughReplicasAfterAppend:
-    case Error::kRequestTimedOut:
-      return Error::kCoordinatorNotAvailable;
-    case Error::kNotLeaderOrFollower:
-    case Error::kKafkaStorageError:
-      return Error::kNotCoordinator;
-    case Error::kMessageTooLarge:
-    case Error::kRecordListTooLarge:
-    case Error::kInvalidFetchSize:
-      return Error::kUnknownServerError;
-    default:
-      return e;
-  }
-}
+enum class Written : uint8_t { kGroup, kOffsets };
 
-// Kafka's error mapping for a failed write of offsets.
-Error offset_write_error(Error e) {
+// Kafka's error mapping for a failed write: the same for group metadata
+// and offsets, except that a timeout stays REQUEST_TIMED_OUT for offsets
+// and a record too large is INVALID_COMMIT_OFFSET_SIZE for them.
+Error write_error(Error e, Written what) {
+  const bool offsets = what == Written::kOffsets;
   switch (e) {
     case Error::kUnknownTopicOrPartition:
     case Error::kNotEnoughReplicas:
     case Error::kNotEnoughReplicasAfterAppend:
       return Error::kCoordinatorNotAvailable;
+    case Error::kRequestTimedOut:
+      return offsets ? e : Error::kCoordinatorNotAvailable;
     case Error::kNotLeaderOrFollower:
     case Error::kKafkaStorageError:
       return Error::kNotCoordinator;
     case Error::kMessageTooLarge:
     case Error::kRecordListTooLarge:
     case Error::kInvalidFetchSize:
-      return Error::kInvalidCommitOffsetSize;
+      return offsets ? Error::kInvalidCommitOffsetSize : Error::kUnknownServerError;
     default:
       return e;
   }
@@ -951,7 +938,7 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
       if (w.error != Error::kNone) {
         ctx_->log().warn("group coordinator: storing group {} generation {} failed: {}", group_id, generation,
                          net::error_name(code(w.error)));
-        reset_and_propagate_assignment_error(*g, group_write_error(w.error));
+        reset_and_propagate_assignment_error(*g, write_error(w.error, Written::kGroup));
         maybe_prepare_rebalance(*g, fmt::format("storing the assignment failed: {}", net::error_name(code(w.error))));
       } else {
         g->metadata_record_offset = w.base_offset;
@@ -1114,7 +1101,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   g = find(group_id);
   if (g != nullptr) --g->pending_commits;
   if (w.error != Error::kNone) {
-    const Error e = offset_write_error(w.error);
+    const Error e = write_error(w.error, Written::kOffsets);
     for (Pending& p : pending) p.out->error_code = code(e);
     co_return out;
   }
@@ -1272,7 +1259,7 @@ io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::Offset
   const CoordinatorLog::Written w =
       co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
   if (w.error != Error::kNone) {
-    out.error_code = code(offset_write_error(w.error));
+    out.error_code = code(write_error(w.error, Written::kOffsets));
     out.topics.clear();
     co_return out;
   }
@@ -1380,7 +1367,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
     const CoordinatorLog::Written w =
         co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
     if (w.error != Error::kNone) {
-      res.error_code = code(group_write_error(w.error));
+      res.error_code = code(write_error(w.error, Written::kGroup));
       continue;
     }
     g = find(id);
