@@ -446,7 +446,8 @@ void GroupCoordinator::add_member_and_rebalance(Group& g, Member member, const s
   member.is_new = true;
   schedule_heartbeat(member);
   if (!g.leader.has_value()) g.leader = member.id;
-  if (!g.protocol_type.has_value()) g.protocol_type = member.protocol_type;
+  // The first member of an empty group sets its protocol type.
+  if (g.members.empty() || !g.protocol_type.has_value()) g.protocol_type = member.protocol_type;
   if (member.instance_id.has_value()) g.static_members[*member.instance_id] = member.id;
   g.join_order.push_back(member.id);
   const std::string id = member.id;
@@ -538,7 +539,7 @@ void GroupCoordinator::complete_join(Group& g) {
     g.leader.reset();
     transition(g, State::kEmpty);
     ctx_->log().info("group coordinator: group {} is empty in generation {}", g.id, g.generation);
-    if (scope_ != nullptr) scope_->spawn(store_empty_group(g.id));
+    if (scope_ != nullptr) scope_->spawn(store_group_metadata(g.id));
     return;
   }
   g.protocol = select_protocol(g);
@@ -647,7 +648,7 @@ CoordinatorRecord GroupCoordinator::group_record(const Group& g) const {
   return CoordinatorRecord{group_metadata_key(g.id), versioned(v, kGroupMetadataValueVersion)};
 }
 
-io::Task<void> GroupCoordinator::store_empty_group(std::string group_id) {
+io::Task<void> GroupCoordinator::store_group_metadata(std::string group_id) {
   Group* g = find(group_id);
   if (g == nullptr) co_return;
   auto shard = shards_.find(g->partition);
@@ -658,7 +659,7 @@ io::Task<void> GroupCoordinator::store_empty_group(std::string group_id) {
   records.push_back(group_record(*g));
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   if (w.error != Error::kNone) {
-    ctx_->log().warn("group coordinator: storing empty group {} failed: {}", group_id, net::error_name(code(w.error)));
+    ctx_->log().warn("group coordinator: storing group {} failed: {}", group_id, net::error_name(code(w.error)));
   }
 }
 
@@ -764,7 +765,7 @@ void GroupCoordinator::join_unknown_member(Group& g, const net::JoinGroupRequest
         schedule_heartbeat(placed);
         wait->response = join_response(g, placed, false);
         wait->done.set();
-        if (scope_ != nullptr) scope_->spawn(store_empty_group(g.id));
+        if (scope_ != nullptr) scope_->spawn(store_group_metadata(g.id));
         return;
       }
       update_member_and_rebalance(g, placed, std::move(protocols), r.rebalance_timeout_ms, r.session_timeout_ms, wait,

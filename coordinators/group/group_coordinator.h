@@ -298,10 +298,10 @@ class GroupCoordinator {
   // The group's metadata record (members with the selected protocol's
   // metadata and their assignment).
   CoordinatorRecord group_record(const Group& g) const;
-  // Writes the group's metadata once the sync completes; hands out the
-  // assignment, or rebalances again when the write failed.
-  io::Task<void> store_group(std::string group_id, int32_t generation);
-  io::Task<void> store_empty_group(std::string group_id);
+  // Writes the group's metadata as it is now (an emptied group, a static
+  // member's new id), in the background: a failure is only logged. (The
+  // leader's SyncGroup writes the assignment itself and waits for it.)
+  io::Task<void> store_group_metadata(std::string group_id);
   void wake_timers();
   void on_timers();
   io::Task<void> expire_offsets();

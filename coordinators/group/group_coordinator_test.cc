@@ -298,6 +298,14 @@ TEST(GroupCoordinator, LeavingMembersEmptyTheGroup) {
   EXPECT_EQ(h.call(h.coordinator->leave_group(leave_a, 1)).error_code, 0);
   EXPECT_EQ(h.coordinator->group_state("g"), "Empty");
   EXPECT_EQ(h.coordinator->group_generation("g"), gen + 2);
+  // Empty, the group takes members of another protocol type.
+  net::JoinGroupRequest other = h.join_request("g", "");
+  other.protocol_type = "connect";
+  net::JoinGroupResponse c = h.call(h.coordinator->join_group(other, 3, "client", ""));
+  EXPECT_EQ(c.error_code, 0);
+  net::DescribeGroupsRequest d;
+  d.groups = {"g"};
+  EXPECT_EQ(h.coordinator->describe_groups(d, 1).groups[0].protocol_type, "connect");
 }
 
 TEST(GroupCoordinator, StaticMemberRestartKeepsItsAssignmentAndFencesTheOld) {
