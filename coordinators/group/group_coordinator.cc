@@ -51,6 +51,21 @@ std::optional<std::set<std::string>> subscribed_topics(const io::Buffer& metadat
   return std::set<std::string>(sub->topics.begin(), sub->topics.end());
 }
 
+// A JoinGroup's protocols, in its order.
+std::vector<std::pair<std::string, io::Buffer>> protocols_of(const net::JoinGroupRequest& r) {
+  std::vector<std::pair<std::string, io::Buffer>> out;
+  out.reserve(r.protocols.size());
+  for (const auto& p : r.protocols) out.emplace_back(p.name, p.metadata);
+  return out;
+}
+
+bool same_protocols(const std::vector<std::pair<std::string, io::Buffer>>& a,
+                    const std::vector<std::pair<std::string, io::Buffer>>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.view() == y.second.view();
+  });
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
@@ -199,15 +214,8 @@ void GroupCoordinator::unload(int32_t partition) {
     }
     // Members waiting for a join or sync learn to find the coordinator again.
     for (auto& [id, m] : g.members) {
-      if (m.awaiting_join) {
-        m.awaiting_join->response = join_response(g, m, false);
-        m.awaiting_join->response.error_code = code(Error::kNotCoordinator);
-        m.awaiting_join->done.set();
-      }
-      if (m.awaiting_sync) {
-        m.awaiting_sync->response.error_code = code(Error::kNotCoordinator);
-        m.awaiting_sync->done.set();
-      }
+      answer_join(g, m, Error::kNotCoordinator);
+      answer_sync(m, Error::kNotCoordinator);
     }
     it = groups_.erase(it);
   }
@@ -270,7 +278,6 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     g->protocol = v->protocol;
     g->leader = v->leader;
     g->state_timestamp_ms = v->current_state_timestamp;
-    g->metadata_record_offset = offset;
     g->members.clear();
     g->join_order.clear();
     g->static_members.clear();
@@ -318,6 +325,39 @@ net::Error GroupCoordinator::check_coordinator(const std::string& group_id) cons
   if (it == shards_.end()) return Error::kNotCoordinator;
   if (it->second.loading) return Error::kCoordinatorLoadInProgress;
   return Error::kNone;
+}
+
+net::Error GroupCoordinator::check_group(const std::string& group_id) const {
+  return group_id.empty() ? Error::kInvalidGroupId : check_coordinator(group_id);
+}
+
+void GroupCoordinator::answer_join(const Group& g, Member& m, Error error) const {
+  if (!m.awaiting_join) return;
+  m.awaiting_join->response = join_response(g, m, false);
+  m.awaiting_join->response.error_code = code(error);
+  m.awaiting_join->done.set();
+  m.awaiting_join = nullptr;
+}
+
+void GroupCoordinator::answer_sync(Member& m, Error error) {
+  if (!m.awaiting_sync) return;
+  m.awaiting_sync->response.error_code = code(error);
+  m.awaiting_sync->done.set();
+  m.awaiting_sync = nullptr;
+}
+
+GroupCoordinator::Member GroupCoordinator::member_from(const net::JoinGroupRequest& r, std::string id,
+                                                       std::string client_id, std::string client_host) {
+  Member m;
+  m.id = std::move(id);
+  m.instance_id = r.group_instance_id;
+  m.client_id = std::move(client_id);
+  m.client_host = std::move(client_host);
+  m.rebalance_timeout_ms = r.rebalance_timeout_ms;
+  m.session_timeout_ms = r.session_timeout_ms;
+  m.protocol_type = r.protocol_type;
+  m.protocols = protocols_of(r);
+  return m;
 }
 
 GroupCoordinator::Group* GroupCoordinator::find(const std::string& group_id) {
@@ -375,7 +415,7 @@ std::vector<std::string> GroupCoordinator::candidate_protocols(const Group& g) c
 }
 
 bool GroupCoordinator::supports_protocols(const Group& g, const std::string& type,
-                                          const std::vector<std::pair<std::string, io::Buffer>>& protocols) const {
+                                          const Protocols& protocols) const {
   if (type.empty() || protocols.empty()) return false;
   if (g.state == State::kEmpty || g.members.empty()) return true;
   if (g.protocol_type.has_value() && *g.protocol_type != type) return false;
@@ -457,15 +497,11 @@ void GroupCoordinator::add_member_and_rebalance(Group& g, Member member, const s
 }
 
 void GroupCoordinator::update_member_and_rebalance(Group& g, Member& m,
-                                                   std::vector<std::pair<std::string, io::Buffer>> protocols,
+                                                   Protocols protocols,
                                                    int32_t rebalance_timeout_ms, int32_t session_timeout_ms,
                                                    const std::shared_ptr<JoinWait>& wait, const std::string& reason) {
-  if (m.awaiting_join && m.awaiting_join != wait) {
-    // A second JoinGroup while one waits: the older one is answered now.
-    m.awaiting_join->response = join_response(g, m, false);
-    m.awaiting_join->response.error_code = code(Error::kRebalanceInProgress);
-    m.awaiting_join->done.set();
-  }
+  // A second JoinGroup while one waits: the older one is answered now.
+  if (m.awaiting_join != wait) answer_join(g, m, Error::kRebalanceInProgress);
   m.protocols = std::move(protocols);
   m.rebalance_timeout_ms = rebalance_timeout_ms;
   m.session_timeout_ms = session_timeout_ms;
@@ -563,15 +599,8 @@ void GroupCoordinator::remove_member(Group& g, const std::string& member_id, con
   auto it = g.members.find(member_id);
   if (it == g.members.end()) return;
   Member& m = it->second;
-  if (m.awaiting_join) {
-    m.awaiting_join->response = join_response(g, m, false);
-    m.awaiting_join->response.error_code = code(Error::kUnknownMemberId);
-    m.awaiting_join->done.set();
-  }
-  if (m.awaiting_sync) {
-    m.awaiting_sync->response.error_code = code(Error::kUnknownMemberId);
-    m.awaiting_sync->done.set();
-  }
+  answer_join(g, m, Error::kUnknownMemberId);
+  answer_sync(m, Error::kUnknownMemberId);
   if (m.instance_id.has_value()) {
     auto s = g.static_members.find(*m.instance_id);
     if (s != g.static_members.end() && s->second == member_id) g.static_members.erase(s);
@@ -676,8 +705,7 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     if (version >= 7) out.protocol_name = std::nullopt;
     return out;
   };
-  if (r.group_id.empty()) co_return fail(Error::kInvalidGroupId);
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) co_return fail(e);
+  if (Error e = check_group(r.group_id); e != Error::kNone) co_return fail(e);
   const io::Duration session = std::chrono::milliseconds(r.session_timeout_ms);
   if (session < config_.min_session_timeout || session > config_.max_session_timeout) {
     co_return fail(Error::kInvalidSessionTimeout);
@@ -689,10 +717,7 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     g = &create(r.group_id);
   }
   if (g->state == State::kDead) co_return fail(Error::kCoordinatorNotAvailable);
-  std::vector<std::pair<std::string, io::Buffer>> protocols;
-  protocols.reserve(r.protocols.size());
-  for (auto& p : r.protocols) protocols.emplace_back(p.name, p.metadata);
-  if (!supports_protocols(*g, r.protocol_type, protocols)) co_return fail(Error::kInconsistentGroupProtocol);
+  if (!supports_protocols(*g, r.protocol_type, protocols_of(r))) co_return fail(Error::kInconsistentGroupProtocol);
   if (unknown && !g->members.contains(r.member_id) && g->members.size() >= static_cast<size_t>(config_.max_group_size) &&
       !(r.group_instance_id.has_value() && g->static_members.contains(*r.group_instance_id))) {
     co_return fail(Error::kGroupMaxSizeReached);
@@ -701,7 +726,7 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
   if (unknown) {
     join_unknown_member(*g, r, version, client_id, client_host, wait);
   } else {
-    join_known_member(*g, r, wait);
+    join_known_member(*g, r, client_id, client_host, wait);
   }
   if (!wait->done.is_set()) co_await wait->done.wait();
   net::JoinGroupResponse out = std::move(wait->response);
@@ -713,14 +738,13 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     // protocol_name is not nullable before v7.
     if (!out.protocol_name.has_value()) out.protocol_name = "";
   }
+  if (version < 9) out.skip_assignment = false;
   co_return out;
 }
 
 void GroupCoordinator::join_unknown_member(Group& g, const net::JoinGroupRequest& r, int16_t version,
                                            const std::string& client_id, const std::string& client_host,
                                            const std::shared_ptr<JoinWait>& wait) {
-  std::vector<std::pair<std::string, io::Buffer>> protocols;
-  for (const auto& p : r.protocols) protocols.emplace_back(p.name, p.metadata);
   if (r.group_instance_id.has_value()) {
     const std::string new_id = new_member_id(*r.group_instance_id);
     auto known = g.static_members.find(*r.group_instance_id);
@@ -730,17 +754,8 @@ void GroupCoordinator::join_unknown_member(Group& g, const net::JoinGroupRequest
       const std::string old_id = known->second;
       Member m = std::move(g.members.at(old_id));
       g.members.erase(old_id);
-      if (m.awaiting_join) {
-        m.awaiting_join->response = join_response(g, m, false);
-        m.awaiting_join->response.error_code = code(Error::kFencedInstanceId);
-        m.awaiting_join->done.set();
-        m.awaiting_join = nullptr;
-      }
-      if (m.awaiting_sync) {
-        m.awaiting_sync->response.error_code = code(Error::kFencedInstanceId);
-        m.awaiting_sync->done.set();
-        m.awaiting_sync = nullptr;
-      }
+      answer_join(g, m, Error::kFencedInstanceId);
+      answer_sync(m, Error::kFencedInstanceId);
       m.id = new_id;
       m.client_id = client_id;
       m.client_host = client_host;
@@ -749,39 +764,31 @@ void GroupCoordinator::join_unknown_member(Group& g, const net::JoinGroupRequest
       if (g.pending_sync.erase(old_id) > 0) g.pending_sync.insert(new_id);
       known->second = new_id;
       Member& placed = g.members.emplace(new_id, std::move(m)).first->second;
-      const bool same = g.protocol.has_value() && placed.metadata(*g.protocol) != nullptr &&
-                        [&] {
-                          for (const auto& [name, md] : protocols) {
-                            if (name == *g.protocol) return md.view() == placed.metadata(*g.protocol)->view();
-                          }
-                          return false;
-                        }();
-      if (g.state == State::kStable && same && g.leader != new_id) {
-        // Nothing changed: it gets its old assignment back without a
-        // rebalance.
-        placed.protocols = std::move(protocols);
-        placed.session_timeout_ms = r.session_timeout_ms;
-        placed.rebalance_timeout_ms = r.rebalance_timeout_ms;
-        schedule_heartbeat(placed);
-        wait->response = join_response(g, placed, false);
-        wait->done.set();
-        if (scope_ != nullptr) scope_->spawn(store_group_metadata(g.id));
-        return;
+      Protocols protocols = protocols_of(r);
+      if (g.state == State::kStable && g.protocol.has_value()) {
+        // Kafka's rule: unless the group's protocol would change, it gets
+        // its old assignment back without a rebalance. A leader gets the
+        // members again, told to skip the assignment (JoinGroup v9+; an
+        // older leader's SyncGroup in a stable group changes nothing).
+        Protocols before = std::exchange(placed.protocols, protocols);
+        if (!candidate_protocols(g).empty() && select_protocol(g) == *g.protocol) {
+          placed.session_timeout_ms = r.session_timeout_ms;
+          placed.rebalance_timeout_ms = r.rebalance_timeout_ms;
+          schedule_heartbeat(placed);
+          const bool leader = g.leader == new_id;
+          wait->response = join_response(g, placed, leader);
+          wait->response.skip_assignment = leader;
+          wait->done.set();
+          if (scope_ != nullptr) scope_->spawn(store_group_metadata(g.id));
+          return;
+        }
+        placed.protocols = std::move(before);
       }
       update_member_and_rebalance(g, placed, std::move(protocols), r.rebalance_timeout_ms, r.session_timeout_ms, wait,
                                   fmt::format("static member {} rejoined", *r.group_instance_id));
       return;
     }
-    Member m;
-    m.id = new_id;
-    m.instance_id = r.group_instance_id;
-    m.client_id = client_id;
-    m.client_host = client_host;
-    m.rebalance_timeout_ms = r.rebalance_timeout_ms;
-    m.session_timeout_ms = r.session_timeout_ms;
-    m.protocol_type = r.protocol_type;
-    m.protocols = std::move(protocols);
-    add_member_and_rebalance(g, std::move(m), wait);
+    add_member_and_rebalance(g, member_from(r, new_id, client_id, client_host), wait);
     return;
   }
   const std::string id = new_member_id(client_id);
@@ -795,21 +802,12 @@ void GroupCoordinator::join_unknown_member(Group& g, const net::JoinGroupRequest
     wake_timers();
     return;
   }
-  Member m;
-  m.id = id;
-  m.client_id = client_id;
-  m.client_host = client_host;
-  m.rebalance_timeout_ms = r.rebalance_timeout_ms;
-  m.session_timeout_ms = r.session_timeout_ms;
-  m.protocol_type = r.protocol_type;
-  m.protocols = std::move(protocols);
-  add_member_and_rebalance(g, std::move(m), wait);
+  add_member_and_rebalance(g, member_from(r, id, client_id, client_host), wait);
 }
 
-void GroupCoordinator::join_known_member(Group& g, const net::JoinGroupRequest& r,
-                                         const std::shared_ptr<JoinWait>& wait) {
-  std::vector<std::pair<std::string, io::Buffer>> protocols;
-  for (const auto& p : r.protocols) protocols.emplace_back(p.name, p.metadata);
+void GroupCoordinator::join_known_member(Group& g, const net::JoinGroupRequest& r, const std::string& client_id,
+                                         const std::string& client_host, const std::shared_ptr<JoinWait>& wait) {
+  Protocols protocols = protocols_of(r);
   auto respond_error = [&](Error e) {
     wait->response.error_code = code(e);
     wait->response.member_id = r.member_id;
@@ -817,37 +815,21 @@ void GroupCoordinator::join_known_member(Group& g, const net::JoinGroupRequest& 
   };
   if (auto pending = g.pending_members.find(r.member_id); pending != g.pending_members.end()) {
     g.pending_members.erase(pending);
-    Member m;
-    m.id = r.member_id;
-    m.instance_id = r.group_instance_id;
-    m.client_id = "";
-    m.rebalance_timeout_ms = r.rebalance_timeout_ms;
-    m.session_timeout_ms = r.session_timeout_ms;
-    m.protocol_type = r.protocol_type;
-    m.protocols = std::move(protocols);
-    add_member_and_rebalance(g, std::move(m), wait);
+    add_member_and_rebalance(g, member_from(r, r.member_id, client_id, client_host), wait);
     return;
   }
   auto it = g.members.find(r.member_id);
   if (it == g.members.end()) return respond_error(Error::kUnknownMemberId);
   if (static_member_fenced(g, r.member_id, r.group_instance_id)) return respond_error(Error::kFencedInstanceId);
   Member& m = it->second;
-  auto same_protocols = [&] {
-    if (protocols.size() != m.protocols.size()) return false;
-    for (size_t i = 0; i < protocols.size(); ++i) {
-      if (protocols[i].first != m.protocols[i].first || protocols[i].second.view() != m.protocols[i].second.view()) {
-        return false;
-      }
-    }
-    return true;
-  };
+  const bool same = same_protocols(protocols, m.protocols);
   switch (g.state) {
     case State::kPreparingRebalance:
       update_member_and_rebalance(g, m, std::move(protocols), r.rebalance_timeout_ms, r.session_timeout_ms, wait,
                                   fmt::format("member {} rejoined", m.id));
       return;
     case State::kCompletingRebalance:
-      if (same_protocols()) {
+      if (same) {
         // It lost the join answer: it gets it again.
         wait->response = join_response(g, m, g.leader == m.id);
         wait->done.set();
@@ -857,7 +839,7 @@ void GroupCoordinator::join_known_member(Group& g, const net::JoinGroupRequest& 
                                   fmt::format("member {} changed its metadata", m.id));
       return;
     case State::kStable:
-      if (g.leader == m.id || !same_protocols()) {
+      if (g.leader == m.id || !same) {
         update_member_and_rebalance(g, m, std::move(protocols), r.rebalance_timeout_ms, r.session_timeout_ms, wait,
                                     fmt::format("member {} (leader or with new metadata) rejoined", m.id));
         return;
@@ -881,8 +863,7 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
     out.error_code = code(e);
     return out;
   };
-  if (r.group_id.empty()) co_return fail(Error::kInvalidGroupId);
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) co_return fail(e);
+  if (Error e = check_group(r.group_id); e != Error::kNone) co_return fail(e);
   Group* g = find(r.group_id);
   if (g == nullptr) co_return fail(Error::kUnknownMemberId);
   if (static_member_fenced(*g, r.member_id, r.group_instance_id)) co_return fail(Error::kFencedInstanceId);
@@ -913,10 +894,7 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
       break;
   }
   auto wait = std::make_shared<SyncWait>();
-  if (m.awaiting_sync) {
-    m.awaiting_sync->response.error_code = code(Error::kRebalanceInProgress);
-    m.awaiting_sync->done.set();
-  }
+  answer_sync(m, Error::kRebalanceInProgress);  // an earlier SyncGroup still waiting
   m.awaiting_sync = wait;
   g->pending_sync.erase(m.id);
   if (g->leader == m.id) {
@@ -942,7 +920,6 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
         reset_and_propagate_assignment_error(*g, write_error(w.error, Written::kGroup));
         maybe_prepare_rebalance(*g, fmt::format("storing the assignment failed: {}", net::error_name(code(w.error))));
       } else {
-        g->metadata_record_offset = w.base_offset;
         g->pending_sync.clear();
         transition(*g, State::kStable);
         propagate_assignment(*g, Error::kNone);
@@ -960,8 +937,7 @@ net::HeartbeatResponse GroupCoordinator::heartbeat(const net::HeartbeatRequest& 
     out.error_code = code(e);
     return out;
   };
-  if (r.group_id.empty()) return fail(Error::kInvalidGroupId);
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) return fail(e);
+  if (Error e = check_group(r.group_id); e != Error::kNone) return fail(e);
   Group* g = find(r.group_id);
   if (g == nullptr) return fail(Error::kUnknownMemberId);
   if (g->state == State::kDead) return fail(Error::kCoordinatorNotAvailable);
@@ -982,11 +958,7 @@ io::Task<net::LeaveGroupResponse> GroupCoordinator::leave_group(net::LeaveGroupR
     who.member_id = r.member_id;
     r.members.assign(1, std::move(who));
   }
-  if (r.group_id.empty()) {
-    out.error_code = code(Error::kInvalidGroupId);
-    co_return out;
-  }
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) {
+  if (Error e = check_group(r.group_id); e != Error::kNone) {
     out.error_code = code(e);
     co_return out;
   }
@@ -1042,8 +1014,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
     }
     return out;
   };
-  if (r.group_id.empty()) co_return fail_all(Error::kInvalidGroupId);
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) co_return fail_all(e);
+  if (Error e = check_group(r.group_id); e != Error::kNone) co_return fail_all(e);
   const int32_t generation = version == 0 ? -1 : r.generation_id_or_member_epoch;
   Group* g = find(r.group_id);
   if (g == nullptr) {
@@ -1097,10 +1068,8 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   const int32_t partition = g->partition;
   const int32_t epoch = shards_.at(partition).epoch;
   const std::string group_id = g->id;
-  ++g->pending_commits;
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   g = find(group_id);
-  if (g != nullptr) --g->pending_commits;
   if (w.error != Error::kNone) {
     const Error e = write_error(w.error, Written::kOffsets);
     for (Pending& p : pending) p.out->error_code = code(e);
@@ -1208,11 +1177,7 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
 io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::OffsetDeleteRequest r, int16_t version) {
   (void)version;
   net::OffsetDeleteResponse out;
-  if (r.group_id.empty()) {
-    out.error_code = code(Error::kInvalidGroupId);
-    co_return out;
-  }
-  if (Error e = check_coordinator(r.group_id); e != Error::kNone) {
+  if (Error e = check_group(r.group_id); e != Error::kNone) {
     out.error_code = code(e);
     co_return out;
   }
@@ -1342,11 +1307,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
   for (const std::string& id : r.groups_names) {
     auto& res = out.results.emplace_back();
     res.group_id = id;
-    if (id.empty()) {
-      res.error_code = code(Error::kInvalidGroupId);
-      continue;
-    }
-    if (Error e = check_coordinator(id); e != Error::kNone) {
+    if (Error e = check_group(id); e != Error::kNone) {
       res.error_code = code(e);
       continue;
     }

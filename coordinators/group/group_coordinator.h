@@ -195,6 +195,8 @@ class GroupCoordinator {
   enum class State : uint8_t { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable, kDead };
 
  private:
+  // A member's protocols (name, metadata) in its order of preference.
+  using Protocols = std::vector<std::pair<std::string, io::Buffer>>;
   struct JoinWait {
     io::Event done;
     net::JoinGroupResponse response;
@@ -211,7 +213,7 @@ class GroupCoordinator {
     int32_t rebalance_timeout_ms = 0;
     int32_t session_timeout_ms = 0;
     std::string protocol_type;
-    std::vector<std::pair<std::string, io::Buffer>> protocols;  // in preference order
+    Protocols protocols;  // in preference order
     io::Buffer assignment;
     std::shared_ptr<JoinWait> awaiting_join;
     std::shared_ptr<SyncWait> awaiting_sync;
@@ -249,10 +251,7 @@ class GroupCoordinator {
     std::set<std::string> pending_sync;
     io::Instant sync_deadline{};
     int64_t state_timestamp_ms = -1;
-    int64_t metadata_record_offset = -1;
     std::map<std::pair<std::string, int32_t>, OffsetEntry> offsets;
-    // Offset commits written but not yet committed.
-    int pending_commits = 0;
     // A member joined during the initial delay (which then extends).
     bool new_member_added = false;
   };
@@ -264,6 +263,8 @@ class GroupCoordinator {
   // The group's partition is served here: kNone; else NOT_COORDINATOR or
   // COORDINATOR_LOAD_IN_PROGRESS.
   net::Error check_coordinator(const std::string& group_id) const;
+  // check_coordinator, and INVALID_GROUP_ID for an empty id.
+  net::Error check_group(const std::string& group_id) const;
   Group* find(const std::string& group_id);
   const Group* find(const std::string& group_id) const;
   Group& create(const std::string& group_id);
@@ -273,11 +274,11 @@ class GroupCoordinator {
   // State machine pieces (Kafka's GroupCoordinator).
   void transition(Group& g, State to);
   bool supports_protocols(const Group& g, const std::string& type,
-                          const std::vector<std::pair<std::string, io::Buffer>>& protocols) const;
+                          const Protocols& protocols) const;
   std::vector<std::string> candidate_protocols(const Group& g) const;
   std::string select_protocol(const Group& g) const;
   void add_member_and_rebalance(Group& g, Member member, const std::shared_ptr<JoinWait>& wait);
-  void update_member_and_rebalance(Group& g, Member& m, std::vector<std::pair<std::string, io::Buffer>> protocols,
+  void update_member_and_rebalance(Group& g, Member& m, Protocols protocols,
                                    int32_t rebalance_timeout_ms, int32_t session_timeout_ms,
                                    const std::shared_ptr<JoinWait>& wait, const std::string& reason);
   void prepare_rebalance(Group& g, const std::string& reason);
@@ -291,6 +292,12 @@ class GroupCoordinator {
   void reset_and_propagate_assignment_error(Group& g, net::Error error);
   void propagate_assignment(Group& g, net::Error error);
   void schedule_heartbeat(Member& m);
+  // Answers the member's waiting JoinGroup / SyncGroup with `error`.
+  void answer_join(const Group& g, Member& m, net::Error error) const;
+  static void answer_sync(Member& m, net::Error error);
+  // A new member as its JoinGroup describes it.
+  static Member member_from(const net::JoinGroupRequest& r, std::string id, std::string client_id,
+                            std::string client_host);
   net::JoinGroupResponse join_response(const Group& g, const Member& m, bool with_members) const;
   bool static_member_fenced(const Group& g, const std::string& member_id,
                             const std::optional<std::string>& instance_id) const;
@@ -309,7 +316,8 @@ class GroupCoordinator {
   // JoinGroup for a member without an id.
   void join_unknown_member(Group& g, const net::JoinGroupRequest& r, int16_t version, const std::string& client_id,
                            const std::string& client_host, const std::shared_ptr<JoinWait>& wait);
-  void join_known_member(Group& g, const net::JoinGroupRequest& r, const std::shared_ptr<JoinWait>& wait);
+  void join_known_member(Group& g, const net::JoinGroupRequest& r, const std::string& client_id,
+                         const std::string& client_host, const std::shared_ptr<JoinWait>& wait);
 
   io::Context* ctx_;
   CoordinatorLog* log_;
@@ -319,7 +327,6 @@ class GroupCoordinator {
   io::WaitList timer_wake_;
   // Background writes (an emptied group's metadata); set while run() runs.
   io::TaskScope* scope_ = nullptr;
-  bool timers_dirty_ = false;
   io::Instant next_expiry_check_{};
 };
 

@@ -338,6 +338,17 @@ TEST(GroupCoordinator, StaticMemberRestartKeepsItsAssignmentAndFencesTheOld) {
   old.member_id = jb.member_id;
   old.group_instance_id = "instance-b";
   EXPECT_EQ(h.coordinator->heartbeat(old, 3).error_code, net::code(Error::kFencedInstanceId));
+  // The leader (instance-a) restarts: no rebalance either; it gets the
+  // members back and (JoinGroup v9) is told to skip the assignment.
+  net::JoinGroupResponse ja2 =
+      h.call(h.coordinator->join_group(h.join_request("s", "", "instance-a"), 9, "client", ""));
+  EXPECT_EQ(ja2.error_code, 0);
+  EXPECT_EQ(ja2.generation_id, ja.generation_id);
+  EXPECT_EQ(ja2.leader, ja2.member_id);
+  EXPECT_EQ(ja2.members.size(), 2u);
+  EXPECT_TRUE(ja2.skip_assignment);
+  EXPECT_EQ(h.coordinator->group_state("s"), "Stable");
+  EXPECT_EQ(h.await(h.sync("s", ja2.generation_id, ja2.member_id)).assignment.view(), "A");
 }
 
 TEST(GroupCoordinator, OffsetsCommitWithGenerationChecksAndSurviveReload) {
@@ -406,7 +417,10 @@ TEST(GroupCoordinator, DescribeListDeleteAndOffsetDelete) {
   ASSERT_EQ(dr.groups.size(), 2u);
   EXPECT_EQ(dr.groups[0].group_state, "Stable");
   EXPECT_EQ(dr.groups[0].protocol_data, "range");
-  EXPECT_EQ(dr.groups[0].members.size(), 2u);
+  ASSERT_EQ(dr.groups[0].members.size(), 2u);
+  // Members that joined through MEMBER_ID_REQUIRED keep their client id.
+  EXPECT_EQ(dr.groups[0].members[0].client_id, "client");
+  EXPECT_EQ(dr.groups[0].members[1].client_id, "client");
   EXPECT_EQ(dr.groups[1].group_state, "Dead");
   net::ListGroupsRequest l;
   l.states_filter = {"stable"};
