@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -845,8 +846,7 @@ std::optional<int64_t> parse_datetime(std::string_view text) {
   return static_cast<int64_t>(timegm(&tm)) * 1000 + millis;
 }
 
-// The partitions of the named topics (all of the group's committed topics
-// when `topics` is empty), sorted.
+// The partitions of the named topics, sorted.
 io::Task<absl::StatusOr<std::vector<client::TopicPartition>>> partitions_of(client::Cluster& cluster,
                                                                            std::vector<std::string> topics) {
   std::vector<client::TopicPartition> out;
@@ -897,40 +897,34 @@ io::Task<int> groups_run(io::Context& ctx, const GroupsArgs* a) {
   if (a->action == "describe" && a->view == "members") {
     std::printf("%-30s %-50s %-20s %-20s %s\n", "GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS");
     for (const client::GroupMemberDescription& m : d->members) {
-      std::printf("%-30s %-50s %-20s %-20s %zu\n", a->group.c_str(), m.member_id.c_str(), m.client_host.c_str(),
-                  m.client_id.c_str(), m.assignment.size());
+      std::printf("%-30s %-50s %-20s %-20s %zu\n", a->group.c_str(), m.member_id.c_str(),
+                  m.client_host.empty() ? "-" : m.client_host.c_str(), m.client_id.c_str(), m.assignment.size());
     }
     co_return 0;
   }
-  // The group's committed offsets (all of them: OffsetFetch with no topics
-  // is not offered by GroupMember, so ask for the topics' partitions).
-  std::vector<std::string> topics;
-  if (a->action == "reset-offsets" && !a->all_topics) topics.push_back(a->topic);
-  std::map<client::TopicPartition, std::string> owner;
+  // Which partitions: for --describe those with a committed offset or an
+  // owner; for a reset the topic's, or every one with an offset.
+  std::map<client::TopicPartition, const client::GroupMemberDescription*> owner;
   for (const client::GroupMemberDescription& m : d->members) {
-    for (const client::TopicPartition& tp : m.assignment) {
-      owner[tp] = m.member_id;
-      if (a->action == "describe") topics.push_back(tp.topic);
+    for (const client::TopicPartition& tp : m.assignment) owner[tp] = &m;
+  }
+  absl::StatusOr<std::map<client::TopicPartition, int64_t>> committed = co_await reader.committed_all();
+  if (!committed.ok()) co_return fail(committed.status());
+  std::set<client::TopicPartition> chosen;
+  if (a->action == "reset-offsets" && !a->all_topics) {
+    std::vector<std::string> topics{a->topic};
+    absl::StatusOr<std::vector<client::TopicPartition>> parts = co_await partitions_of(cluster, topics);
+    if (!parts.ok()) co_return fail(parts.status());
+    chosen.insert(parts->begin(), parts->end());
+  } else {
+    for (const auto& [tp, offset] : *committed) {
+      if (offset >= 0) chosen.insert(tp);
+    }
+    if (a->action == "describe") {
+      for (const auto& [tp, m] : owner) chosen.insert(tp);
     }
   }
-  absl::StatusOr<std::vector<client::TopicPartition>> parts;
-  if (a->action == "describe" || a->all_topics) {
-    // Every topic the group has offsets for: look at every topic.
-    std::vector<std::string> none;
-    parts = co_await partitions_of(cluster, none);
-  } else {
-    parts = co_await partitions_of(cluster, topics);
-  }
-  if (!parts.ok()) co_return fail(parts.status());
-  absl::StatusOr<std::map<client::TopicPartition, int64_t>> committed = co_await reader.committed(*parts);
-  if (!committed.ok()) co_return fail(committed.status());
-  std::vector<client::TopicPartition> shown;
-  for (const client::TopicPartition& tp : *parts) {
-    const bool has_offset = committed->contains(tp) && committed->at(tp) >= 0;
-    if (a->action == "describe" && !has_offset && !owner.contains(tp)) continue;
-    if (a->action == "reset-offsets" && a->all_topics && !has_offset) continue;
-    shown.push_back(tp);
-  }
+  const std::vector<client::TopicPartition> shown(chosen.begin(), chosen.end());
   std::map<client::TopicPartition, absl::StatusOr<client::ListedOffset>> ends =
       co_await client::list_offsets(cluster, shown, client::kLatestOffset);
   if (a->action == "describe") {
@@ -942,13 +936,9 @@ io::Task<int> groups_run(io::Context& ctx, const GroupsArgs* a) {
       const int64_t end = ends[tp].ok() ? ends[tp]->offset : -1;
       std::string member = "-", host = "-", client_id = "-";
       if (auto o = owner.find(tp); o != owner.end()) {
-        for (const client::GroupMemberDescription& m : d->members) {
-          if (m.member_id == o->second) {
-            member = m.member_id;
-            host = m.client_host.empty() ? "-" : m.client_host;
-            client_id = m.client_id;
-          }
-        }
+        member = o->second->member_id;
+        host = o->second->client_host.empty() ? "-" : o->second->client_host;
+        client_id = o->second->client_id;
       }
       const std::string cur = current >= 0 ? std::to_string(current) : "-";
       const std::string lag = current >= 0 && end >= 0 ? std::to_string(end - current) : "-";

@@ -399,14 +399,27 @@ io::Task<absl::Status> GroupMember::commit(const std::map<TopicPartition, int64_
 
 io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> GroupMember::committed(
     const std::vector<TopicPartition>& partitions) {
+  return fetch_committed(partitions);
+}
+
+io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> GroupMember::committed_all() {
+  return fetch_committed(std::nullopt);
+}
+
+io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> GroupMember::fetch_committed(
+    std::optional<std::vector<TopicPartition>> partitions) {
   CO_ASSIGN_OR_RETURN(net::Peer * peer, co_await coordinator_peer());
   const int32_t coordinator = coordinator_;
   net::OffsetFetchRequest f;
   f.group_id = options_.group_id;
-  f.topics.emplace();
-  for (const TopicPartition& tp : partitions) {
-    if (f.topics->empty() || f.topics->back().name != tp.topic) f.topics->emplace_back().name = tp.topic;
-    f.topics->back().partition_indexes.push_back(tp.partition);
+  if (partitions.has_value()) {
+    f.topics.emplace();
+    for (const TopicPartition& tp : *partitions) {
+      if (f.topics->empty() || f.topics->back().name != tp.topic) f.topics->emplace_back().name = tp.topic;
+      f.topics->back().partition_indexes.push_back(tp.partition);
+    }
+  } else {
+    f.topics.reset();  // every partition the group has an offset for
   }
   absl::StatusOr<net::OffsetFetchResponse> r =
       co_await group_call<net::OffsetFetchResponse>(peer, f, kOffsetFetchVersion, cluster_->options().request_timeout);

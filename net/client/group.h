@@ -112,6 +112,8 @@ class GroupMember {
   io::Task<absl::Status> commit(const std::map<TopicPartition, int64_t>& offsets);
   // The committed offsets (-1 where none).
   io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> committed(const std::vector<TopicPartition>& partitions);
+  // Every committed offset of the group.
+  io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> committed_all();
   // Leaves the group (best effort) and forgets the member id.
   io::Task<void> leave();
 
@@ -126,6 +128,9 @@ class GroupMember {
   // Forgets the coordinator after `code` (or a transport error) says so.
   void maybe_forget_coordinator(int16_t code);
   io::Task<absl::StatusOr<GroupAssignment>> join_once();
+  // OffsetFetch for the partitions, or for all of the group's (nullopt).
+  io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> fetch_committed(
+      std::optional<std::vector<TopicPartition>> partitions);
 
   Cluster* cluster_;
   GroupOptions options_;

@@ -571,20 +571,16 @@ def cluster_checks(work):
                 print(f"stopping {proc.log}: {e}")
 
 
-def main():
-    work = tempfile.mkdtemp(prefix="brook-clients-")
+def run_with_server(prefix, body, extra_args=(), done="all client checks passed"):
+    """Runs body(server, work) against a fresh single-node `brook server` in
+    a temporary directory; prints the server's log tail when it fails."""
+    work = tempfile.mkdtemp(prefix=prefix)
     server = Server(os.path.join(work, "data"))
+    server.args += list(extra_args)
     ok = False
     try:
         server.start()
-        kcat_checks(server)
-        confluent_checks(server)
-        kafka_python_checks(server)
-        brook_tools_checks(server)
-        restart_checks(server)
-        connection_checks(server)
-        server.stop()
-        cluster_checks(work)
+        body(server, work)
         ok = True
     finally:
         try:
@@ -596,7 +592,21 @@ def main():
                 tail = f.read()[-6000:].decode(errors="replace")
             print("--- server log tail ---\n" + tail)
         shutil.rmtree(work, ignore_errors=True)
-    print("all client checks passed")
+    print(done)
+
+
+def main():
+    def checks(server, work):
+        kcat_checks(server)
+        confluent_checks(server)
+        kafka_python_checks(server)
+        brook_tools_checks(server)
+        restart_checks(server)
+        connection_checks(server)
+        server.stop()
+        cluster_checks(work)
+
+    run_with_server("brook-clients-", checks)
 
 
 if __name__ == "__main__":
