@@ -13,21 +13,17 @@
 #include <array>
 #include <random>
 
+#include "coordinators/group/test_topics.h"
+
 namespace brook::group {
 namespace {
-
-TopicId topic(uint8_t n) {
-  TopicId id;
-  id.bytes[15] = n;
-  return id;
-}
 
 AssignorMember member(std::string id, std::set<TopicId, TopicIdLess> topics, TopicPartitions current = {}) {
   return AssignorMember{std::move(id), std::move(topics), std::move(current)};
 }
 
 TEST(RangeAssignor, FreshGroupGetsContiguousRangesLargerFirst) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const GroupAssignment a =
       assign_range({member("m2", {t}), member("m0", {t}), member("m1", {t})}, TopicPartitionCounts{{t, 7}});
   EXPECT_EQ(a.at("m0"), (TopicPartitions{{t, {0, 1, 2}}}));
@@ -36,7 +32,7 @@ TEST(RangeAssignor, FreshGroupGetsContiguousRangesLargerFirst) {
 }
 
 TEST(RangeAssignor, CoPartitionedTopicsGiveEachMemberTheSameNumbers) {
-  const TopicId t1 = topic(1), t2 = topic(2);
+  const TopicId t1 = test_topic(1), t2 = test_topic(2);
   const GroupAssignment a = assign_range({member("a", {t1, t2}), member("b", {t1, t2})},
                                          TopicPartitionCounts{{t1, 5}, {t2, 5}});
   EXPECT_EQ(a.at("a"), (TopicPartitions{{t1, {0, 1, 2}}, {t2, {0, 1, 2}}}));
@@ -44,7 +40,7 @@ TEST(RangeAssignor, CoPartitionedTopicsGiveEachMemberTheSameNumbers) {
 }
 
 TEST(RangeAssignor, AJoiningMemberTakesOnlyWhatIsOverTheShares) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const GroupAssignment a = assign_range(
       {member("a", {t}, {{t, {0, 1, 2}}}), member("b", {t}, {{t, {3, 4, 5}}}), member("c", {t})},
       TopicPartitionCounts{{t, 6}});
@@ -54,7 +50,7 @@ TEST(RangeAssignor, AJoiningMemberTakesOnlyWhatIsOverTheShares) {
 }
 
 TEST(RangeAssignor, AMemberHoldingAnExtraPartitionKeepsIt) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const GroupAssignment a = assign_range({member("a", {t}, {{t, {0, 1}}}), member("b", {t}, {{t, {2, 3, 4}}})},
                                          TopicPartitionCounts{{t, 5}});
   EXPECT_EQ(a.at("a"), (TopicPartitions{{t, {0, 1}}}));
@@ -62,7 +58,7 @@ TEST(RangeAssignor, AMemberHoldingAnExtraPartitionKeepsIt) {
 }
 
 TEST(UniformAssignor, ANewMemberTakesHalfAndTheHolderKeepsItsLowest) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const GroupAssignment a =
       assign_uniform({member("a", {t}, {{t, {0, 1, 2, 3}}}), member("b", {t})}, TopicPartitionCounts{{t, 4}});
   EXPECT_EQ(a.at("a"), (TopicPartitions{{t, {0, 1}}}));
@@ -70,7 +66,7 @@ TEST(UniformAssignor, ANewMemberTakesHalfAndTheHolderKeepsItsLowest) {
 }
 
 TEST(UniformAssignor, DifferentSubscriptionsBalanceWhereTheyCan) {
-  const TopicId t1 = topic(1), t2 = topic(2);
+  const TopicId t1 = test_topic(1), t2 = test_topic(2);
   // b alone can take t2, so a gets all of t1.
   const GroupAssignment a = assign_uniform({member("a", {t1}), member("b", {t1, t2})},
                                            TopicPartitionCounts{{t1, 2}, {t2, 2}});
@@ -83,7 +79,7 @@ TEST(UniformAssignor, DifferentSubscriptionsBalanceWhereTheyCan) {
 }
 
 TEST(Assignors, StaleCurrentAssignmentsAreDropped) {
-  const TopicId t1 = topic(1), t2 = topic(2), gone = topic(9);
+  const TopicId t1 = test_topic(1), t2 = test_topic(2), gone = test_topic(9);
   for (Assignor assign : {&assign_uniform, &assign_range}) {
     // a held a partition beyond the count, one of a topic it left and one
     // of a deleted topic; b held p0 too (a wins: first by id).
@@ -115,13 +111,13 @@ rc::Gen<Case> gen_case(bool same_subscriptions) {
     Case c;
     const int topic_count = *rc::gen::inRange(1, 5);
     for (int t = 0; t < topic_count; ++t) {
-      c.topics[topic(static_cast<uint8_t>(t + 1))] = *rc::gen::inRange(0, 13);
+      c.topics[test_topic(static_cast<uint8_t>(t + 1))] = *rc::gen::inRange(0, 13);
     }
     const int member_count = *rc::gen::inRange(1, 9);
     const auto subscription = [&] {
       std::set<TopicId, TopicIdLess> s;
       for (int t = 0; t <= topic_count; ++t) {  // topic_count + 1: not in the metadata
-        if (*rc::gen::inRange(0, 3) > 0) s.insert(topic(static_cast<uint8_t>(t + 1)));
+        if (*rc::gen::inRange(0, 3) > 0) s.insert(test_topic(static_cast<uint8_t>(t + 1)));
       }
       return s;
     };
@@ -132,7 +128,7 @@ rc::Gen<Case> gen_case(bool same_subscriptions) {
       am.subscribed_topics = same_subscriptions ? common : subscription();
       const int held = *rc::gen::inRange(0, 8);
       for (int k = 0; k < held; ++k) {
-        am.current[topic(static_cast<uint8_t>(*rc::gen::inRange(1, topic_count + 2)))].insert(
+        am.current[test_topic(static_cast<uint8_t>(*rc::gen::inRange(1, topic_count + 2)))].insert(
             *rc::gen::inRange(0, 14));
       }
       c.members.push_back(std::move(am));

@@ -16,25 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "coordinators/group/test_topics.h"
+
 namespace brook::group {
 namespace {
-
-TopicId topic(uint8_t n) {
-  TopicId id;
-  id.bytes[15] = n;
-  return id;
-}
 
 const HeldByOther kNobody = [](const TopicId&, int32_t) { return false; };
 
 TEST(Reconciliation, ANewMemberGetsItsTargetAtTheTargetEpoch) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const ReconciledMember m = reconcile({}, {t}, 3, {{t, {0, 1}}}, TopicPartitions{}, kNobody);
   EXPECT_EQ(m, (ReconciledMember{3, MemberState::kStable, {{t, {0, 1}}}, {}}));
 }
 
 TEST(Reconciliation, RevokesFirstThenMovesToTheEpoch) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const ReconciledMember start{3, MemberState::kStable, {{t, {0, 1, 2}}}, {}};
   // Target epoch 4 takes partition 2 away and adds 3.
   const ReconciledMember revoking = reconcile(start, {t}, 4, {{t, {0, 1, 3}}}, TopicPartitions{{t, {0, 1, 2}}}, kNobody);
@@ -48,7 +44,7 @@ TEST(Reconciliation, RevokesFirstThenMovesToTheEpoch) {
 }
 
 TEST(Reconciliation, WaitsForPartitionsOthersStillHold) {
-  const TopicId t = topic(1);
+  const TopicId t = test_topic(1);
   const HeldByOther two_held = [&](const TopicId& id, int32_t p) { return id == t && p == 2; };
   const ReconciledMember m = reconcile({1, MemberState::kStable, {{t, {0}}}, {}}, {t}, 2, {{t, {0, 1, 2}}},
                                        TopicPartitions{{t, {0}}}, two_held);
@@ -58,7 +54,7 @@ TEST(Reconciliation, WaitsForPartitionsOthersStillHold) {
 }
 
 TEST(Reconciliation, AnUnsubscribedTopicIsRevokedAtOnce) {
-  const TopicId t1 = topic(1), t2 = topic(2);
+  const TopicId t1 = test_topic(1), t2 = test_topic(2);
   const ReconciledMember start{5, MemberState::kStable, {{t1, {0}}, {t2, {0}}}, {}};
   // Same epoch, t2 no longer subscribed (the target has not caught up).
   EXPECT_EQ(reconcile(start, {t1}, 5, {{t1, {0}}, {t2, {0}}}, TopicPartitions{{t1, {0}}, {t2, {0}}}, kNobody),
@@ -135,7 +131,7 @@ void heartbeat(Group& g, size_t i, bool report_owned, bool revoke_now) {
 }
 
 RC_GTEST_PROP(Reconciliation, NoPartitionTwiceAndConvergence, ()) {
-  const std::vector<TopicId> topics{topic(1), topic(2)};
+  const std::vector<TopicId> topics{test_topic(1), test_topic(2)};
   const std::vector<int32_t> partitions{*rc::gen::inRange(1, 6), *rc::gen::inRange(0, 6)};
   const size_t n = *rc::gen::inRange<size_t>(1, 6);
   Group g;
