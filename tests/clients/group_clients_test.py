@@ -232,8 +232,8 @@ def static_member_checks(server):
     topic = "groups-static"
     create_topic(b, topic, 4)
     extra = {"session.timeout.ms": 10000}
-    # The restarted one joins first, so it usually leads: a static leader's
-    # restart must not rebalance either.
+    # The restarted one joins first and so stays the leader: a static
+    # leader's restart must not rebalance either.
     m2 = Member(b, "static", topic, extra=dict(extra, **{"group.instance.id": "instance-b"}))
     poll_until([m2], lambda: len(m2.assigned) == 4)
     a = Member(b, "static", topic, extra=dict(extra, **{"group.instance.id": "instance-a"}))
