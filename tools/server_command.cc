@@ -35,7 +35,10 @@
 //   offsets.commit.timeout.ms, offsets.retention.minutes,
 //   offsets.retention.check.interval.ms, offset.metadata.max.bytes,
 //   group.initial.rebalance.delay.ms, group.min.session.timeout.ms,
-//   group.max.session.timeout.ms, group.max.size
+//   group.max.session.timeout.ms, group.max.size,
+//   group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
+//   group.consumer.max.size, group.consumer.assignors (uniform, range, or
+//   Kafka's class names for them)
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -117,16 +120,24 @@ std::optional<int64_t> to_int(const std::string& text) {
   return v;
 }
 
+// "a, b,,c" -> {"a", "b", "c"}: a comma-separated list, entries trimmed,
+// empty ones skipped.
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string entry = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (!entry.empty()) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 // "NAME://host:port,..." -> name -> address. An empty host means all
 // interfaces; it is advertised as localhost.
 absl::StatusOr<std::map<std::string, io::Address>> parse_listeners(const std::string& text) {
   std::map<std::string, io::Address> out;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const size_t comma = rest.find(',');
-    const std::string entry = trim(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    if (entry.empty()) continue;
+  for (const std::string& entry : split_list(text)) {
     const size_t sep = entry.find("://");
     if (sep == std::string::npos) return absl::InvalidArgumentError(fmt::format("bad listener '{}'", entry));
     std::string hostport = entry.substr(sep + 3);
@@ -241,11 +252,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     if (!found) return absl::InvalidArgumentError("listeners has no broker listener (e.g. PLAINTEXT://:9092)");
   }
   if (std::optional<std::string> v = get("controller.quorum.voters")) {
-    std::string_view rest = *v;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string entry = trim(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    for (const std::string& entry : split_list(*v)) {
       const size_t at = entry.find('@');
       std::optional<int64_t> id = at == std::string::npos ? std::nullopt : to_int(entry.substr(0, at));
       absl::StatusOr<io::Address> address =
@@ -345,6 +352,27 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   RETURN_IF_ERROR(get_ms("group.max.session.timeout.ms", 0, &g.max_session_timeout));
   RETURN_IF_ERROR(get_size("group.max.size", &g.max_group_size));
   RETURN_IF_ERROR(get_size("offset.metadata.max.bytes", &g.offset_metadata_max_bytes));
+  RETURN_IF_ERROR(get_ms("group.consumer.session.timeout.ms", 1, &g.consumer_session_timeout));
+  RETURN_IF_ERROR(get_ms("group.consumer.heartbeat.interval.ms", 1, &g.consumer_heartbeat_interval));
+  if (g.consumer_heartbeat_interval >= g.consumer_session_timeout) {
+    return absl::InvalidArgumentError(
+        "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms");
+  }
+  RETURN_IF_ERROR(get_size("group.consumer.max.size", &g.consumer_max_group_size));
+  if (std::optional<std::string> assignors = get("group.consumer.assignors")) {
+    g.consumer_assignors.clear();
+    for (const std::string& name : split_list(*assignors)) {
+      if (name == "uniform" || name == "org.apache.kafka.coordinator.group.assignor.UniformAssignor") {
+        g.consumer_assignors.emplace_back("uniform");
+      } else if (name == "range" || name == "org.apache.kafka.coordinator.group.assignor.RangeAssignor") {
+        g.consumer_assignors.emplace_back("range");
+      } else {
+        return absl::InvalidArgumentError(
+            fmt::format("group.consumer.assignors: unknown assignor '{}' (uniform, range)", name));
+      }
+    }
+    if (g.consumer_assignors.empty()) return absl::InvalidArgumentError("group.consumer.assignors is empty");
+  }
   RETURN_IF_ERROR(get_ms("offsets.retention.check.interval.ms", 1, &g.offsets_retention_check_interval));
   ASSIGN_OR_RETURN(std::optional<int64_t> retention_minutes, get_int("offsets.retention.minutes"));
   if (retention_minutes && *retention_minutes > 0) g.offsets_retention = std::chrono::minutes(*retention_minutes);

@@ -100,6 +100,8 @@ Error write_error(Error e, Written what) {
 
 }  // namespace
 
+net::Error coordinator_write_error(net::Error e) { return write_error(e, Written::kGroup); }
+
 // --- records and hashing ---------------------------------------------------------
 
 int32_t java_string_hash(std::string_view s) {
@@ -273,6 +275,8 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     if (!v.ok()) return v.status();
     Group* g = find(k->group);
     if (g == nullptr) g = &create(k->group);
+    // (An emptied consumer protocol group taken over by the classic one.)
+    g->consumer.reset();
     g->generation = v->generation;
     g->protocol_type = v->protocol_type.empty() ? std::nullopt : std::optional<std::string>(v->protocol_type);
     g->protocol = v->protocol;
@@ -299,9 +303,10 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     g->state = g->members.empty() ? State::kEmpty : State::kStable;
     return absl::OkStatus();
   }
-  // Other coordinators' record types (KIP-848 groups, share groups) are
-  // not served yet; they are skipped, as unknown versions are by Kafka's
-  // loader for types it does not own.
+  if (*kv >= 3 && *kv <= 8) return replay_consumer(*kv, *key, value);
+  // Other coordinators' record types (share groups) are not served; they
+  // are skipped, as unknown versions are by Kafka's loader for types it
+  // does not own.
   return absl::OkStatus();
 }
 
@@ -309,10 +314,19 @@ void GroupCoordinator::finish_load(int32_t partition, int32_t epoch) {
   auto it = shards_.find(partition);
   if (it == shards_.end() || it->second.epoch != epoch) return;
   it->second.loading = false;
-  // Loaded members must heartbeat within their session timeout.
+  // Loaded members must heartbeat within their session timeout (and
+  // revoke within their rebalance timeout).
+  const io::Instant now = ctx_->clock().now();
   for (auto& [id, g] : groups_) {
     if (g->partition != partition) continue;
     for (auto& [mid, m] : g->members) schedule_heartbeat(m);
+    if (g->consumer == nullptr) continue;
+    for (auto& [mid, m] : g->consumer->members) {
+      m.session_deadline = now + config_.consumer_session_timeout;
+      if (m.current.state == MemberState::kUnrevokedPartitions) {
+        m.revocation_deadline = now + std::chrono::milliseconds(std::max(m.rebalance_timeout_ms, 0));
+      }
+    }
   }
   ctx_->log().info("group coordinator: loaded {}-{} in epoch {}", kOffsetsTopic, partition, epoch);
   wake_timers();
@@ -385,6 +399,17 @@ std::string GroupCoordinator::new_member_id(const std::string& prefix) {
   const uint64_t b = ctx_->random().next_u64();
   return fmt::format("{}-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", prefix, a >> 32, (a >> 16) & 0xffff, a & 0xffff,
                      b >> 48, b & 0xffffffffffffULL);
+}
+
+std::string GroupCoordinator::new_uuid() {
+  net::Uuid id;
+  const uint64_t a = ctx_->random().next_u64();
+  const uint64_t b = ctx_->random().next_u64();
+  for (int i = 0; i < 8; ++i) {
+    id.bytes[i] = static_cast<uint8_t>(a >> (56 - 8 * i));
+    id.bytes[8 + i] = static_cast<uint8_t>(b >> (56 - 8 * i));
+  }
+  return id.to_string();
 }
 
 void GroupCoordinator::transition(Group& g, State to) {
@@ -716,6 +741,14 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     if (!unknown) co_return fail(Error::kUnknownMemberId);
     g = &create(r.group_id);
   }
+  if (g->consumer != nullptr) {
+    // A consumer protocol group: once empty, the classic protocol takes it
+    // over (its records are superseded by the classic group's); classic
+    // members do not join one with members.
+    if (!g->consumer->members.empty()) co_return fail(Error::kInconsistentGroupProtocol);
+    g->consumer.reset();
+    g->protocol_type.reset();
+  }
   if (g->state == State::kDead) co_return fail(Error::kCoordinatorNotAvailable);
   if (!supports_protocols(*g, r.protocol_type, protocols_of(r))) co_return fail(Error::kInconsistentGroupProtocol);
   if (unknown && !g->members.contains(r.member_id) && g->members.size() >= static_cast<size_t>(config_.max_group_size) &&
@@ -1018,12 +1051,23 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   const int32_t generation = version == 0 ? -1 : r.generation_id_or_member_epoch;
   Group* g = find(r.group_id);
   if (g == nullptr) {
-    if (generation >= 0) co_return fail_all(Error::kIllegalGeneration);
+    if (generation >= 0) co_return fail_all(version >= 9 ? Error::kGroupIdNotFound : Error::kIllegalGeneration);
     g = &create(r.group_id);
   }
   if (g->state == State::kDead) co_return fail_all(Error::kCoordinatorNotAvailable);
-  if (static_member_fenced(*g, r.member_id, r.group_instance_id)) co_return fail_all(Error::kFencedInstanceId);
-  if (!(generation < 0 && g->state == State::kEmpty) && !config_.mutant_unfenced_commits) {
+  if (g->consumer != nullptr) {
+    // A consumer protocol group: a member commits at its current epoch,
+    // with OffsetCommit v9+; without a member only while it is empty.
+    const ConsumerGroup& cg = *g->consumer;
+    if (!(generation < 0 && cg.members.empty()) && !config_.mutant_unfenced_commits) {
+      auto m = cg.members.find(r.member_id);
+      if (m == cg.members.end()) co_return fail_all(Error::kUnknownMemberId);
+      if (version < 9) co_return fail_all(Error::kUnsupportedVersion);
+      if (generation != m->second.current.member_epoch) co_return fail_all(Error::kStaleMemberEpoch);
+    }
+  } else if (static_member_fenced(*g, r.member_id, r.group_instance_id)) {
+    co_return fail_all(Error::kFencedInstanceId);
+  } else if (!(generation < 0 && g->state == State::kEmpty) && !config_.mutant_unfenced_commits) {
     if (g->state == State::kCompletingRebalance) co_return fail_all(Error::kRebalanceInProgress);
     auto m = g->members.find(r.member_id);
     if (m == g->members.end()) co_return fail_all(Error::kUnknownMemberId);
@@ -1090,10 +1134,23 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
   net::OffsetFetchResponse out;
   // One group's answer, in the v8+ shape.
   auto one = [&](const std::string& group_id,
-                 const std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>>& topics) {
+                 const std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>>& topics,
+                 const std::optional<std::string>& member_id, int32_t member_epoch) {
     net::OffsetFetchResponse::OffsetFetchResponseGroup go;
     go.group_id = group_id;
-    const Error e = group_id.empty() && version >= 8 ? Error::kInvalidGroupId : check_coordinator(group_id);
+    Error e = group_id.empty() && version >= 8 ? Error::kInvalidGroupId : check_coordinator(group_id);
+    if (e == Error::kNone && (member_id.has_value() || member_epoch >= 0)) {
+      // v9+: a consumer protocol member reads at its current epoch.
+      const Group* fg = find(group_id);
+      if (fg != nullptr && fg->consumer != nullptr) {
+        auto m = fg->consumer->members.find(member_id.value_or(""));
+        if (m == fg->consumer->members.end()) {
+          e = Error::kUnknownMemberId;
+        } else if (m->second.current.member_epoch != member_epoch) {
+          e = Error::kStaleMemberEpoch;
+        }
+      }
+    }
     if (e != Error::kNone) {
       go.error_code = code(e);
       if (topics.has_value()) {
@@ -1145,7 +1202,7 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
         topics.emplace();
         for (const auto& t : *rg.topics) topics->emplace_back(t.name, t.partition_indexes);
       }
-      out.groups.push_back(one(rg.group_id, topics));
+      out.groups.push_back(one(rg.group_id, topics, rg.member_id, version >= 9 ? rg.member_epoch : -1));
     }
     return out;
   }
@@ -1154,7 +1211,7 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
     topics.emplace();
     for (const auto& t : *r.topics) topics->emplace_back(t.name, t.partition_indexes);
   }
-  net::OffsetFetchResponse::OffsetFetchResponseGroup go = one(r.group_id, topics);
+  net::OffsetFetchResponse::OffsetFetchResponseGroup go = one(r.group_id, topics, std::nullopt, -1);
   if (version >= 2) {
     out.error_code = go.error_code;
   }
@@ -1188,7 +1245,11 @@ io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::Offset
   }
   // Topics the group's members subscribe to keep their offsets.
   std::set<std::string> subscribed;
-  if (g->state != State::kEmpty) {
+  if (g->consumer != nullptr) {
+    if (!g->consumer->members.empty()) {
+      for (const auto& [name, meta] : g->consumer->subscribed) subscribed.insert(name);
+    }
+  } else if (g->state != State::kEmpty) {
     if (g->protocol_type != "consumer" || !g->protocol.has_value()) {
       out.error_code = code(Error::kNonEmptyGroup);
       co_return out;
@@ -1248,7 +1309,8 @@ net::DescribeGroupsResponse GroupCoordinator::describe_groups(const net::Describ
       continue;
     }
     const Group* g = find(id);
-    if (g == nullptr) {
+    if (g == nullptr || g->consumer != nullptr) {
+      // (A consumer protocol group is described by ConsumerGroupDescribe.)
       d.group_state = "Dead";
       continue;
     }
@@ -1281,7 +1343,9 @@ net::ListGroupsResponse GroupCoordinator::list_groups(const net::ListGroupsReque
   }
   for (const auto& [id, g] : groups_) {
     if (loading(g->partition)) continue;
-    const std::string_view state = state_name(g->state);
+    const std::string consumer_state_name = g->consumer != nullptr ? consumer_state(*g->consumer) : std::string();
+    const std::string_view state = g->consumer != nullptr ? std::string_view(consumer_state_name) : state_name(g->state);
+    const std::string_view type = g->consumer != nullptr ? "consumer" : "classic";
     if (version >= 4 && !r.states_filter.empty() &&
         std::none_of(r.states_filter.begin(), r.states_filter.end(),
                      [&](const std::string& s) { return iequals(s, state); })) {
@@ -1289,14 +1353,14 @@ net::ListGroupsResponse GroupCoordinator::list_groups(const net::ListGroupsReque
     }
     if (version >= 5 && !r.types_filter.empty() &&
         std::none_of(r.types_filter.begin(), r.types_filter.end(),
-                     [&](const std::string& s) { return iequals(s, "classic"); })) {
+                     [&](const std::string& s) { return iequals(s, type); })) {
       continue;
     }
     auto& lg = out.groups.emplace_back();
     lg.group_id = id;
     lg.protocol_type = g->protocol_type.value_or("");
     lg.group_state = std::string(state);
-    lg.group_type = "classic";
+    lg.group_type = std::string(type);
   }
   return out;
 }
@@ -1311,12 +1375,20 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
       res.error_code = code(e);
       continue;
     }
+    // (Serialized with the consumer protocol's changes of the partition.)
+    const int32_t partition = partition_for(id);
+    auto lock = co_await partition_lock(partition).lock();
+    if (Error e = check_group(id); e != Error::kNone) {
+      res.error_code = code(e);
+      continue;
+    }
     Group* g = find(id);
     if (g == nullptr || g->state == State::kDead) {
       res.error_code = code(Error::kGroupIdNotFound);
       continue;
     }
-    if (g->state != State::kEmpty) {
+    const bool consumer = g->consumer != nullptr;
+    if (g->state != State::kEmpty || (consumer && !g->consumer->members.empty())) {
       res.error_code = code(Error::kNonEmptyGroup);
       continue;
     }
@@ -1324,8 +1396,11 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
     for (const auto& [key, entry] : g->offsets) {
       records.push_back(CoordinatorRecord{offset_commit_key(id, key.first, key.second), std::nullopt});
     }
-    records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
-    const int32_t partition = g->partition;
+    if (consumer) {
+      for (CoordinatorRecord& rec : consumer_group_tombstones(id)) records.push_back(std::move(rec));
+    } else {
+      records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
+    }
     const CoordinatorLog::Written w =
         co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
     if (w.error != Error::kNone) {
@@ -1333,7 +1408,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
       continue;
     }
     g = find(id);
-    if (g != nullptr && g->state == State::kEmpty) {
+    if (g != nullptr && g->state == State::kEmpty && (g->consumer == nullptr || g->consumer->members.empty())) {
       transition(*g, State::kDead);
       groups_.erase(id);
     }
@@ -1343,11 +1418,13 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
 
 std::string GroupCoordinator::group_state(const std::string& group_id) const {
   const Group* g = find(group_id);
+  if (g != nullptr && g->consumer != nullptr) return consumer_state(*g->consumer);
   return std::string(state_name(g == nullptr ? State::kDead : g->state));
 }
 
 int32_t GroupCoordinator::group_generation(const std::string& group_id) const {
   const Group* g = find(group_id);
+  if (g != nullptr && g->consumer != nullptr) return g->consumer->group_epoch;
   return g == nullptr ? -1 : g->generation;
 }
 
@@ -1355,6 +1432,9 @@ std::vector<std::string> GroupCoordinator::group_members(const std::string& grou
   std::vector<std::string> out;
   if (const Group* g = find(group_id)) {
     for (const auto& [id, m] : g->members) out.push_back(id);
+    if (g->consumer != nullptr) {
+      for (const auto& [id, m] : g->consumer->members) out.push_back(id);
+    }
   }
   return out;
 }
@@ -1369,6 +1449,10 @@ void GroupCoordinator::on_timers() {
   for (const std::string& id : ids) {
     Group* g = find(id);
     if (g == nullptr || loading(g->partition)) continue;
+    if (g->consumer != nullptr) {
+      expire_consumer_members(*g, now);
+      continue;
+    }
     // Pending member ids not claimed in time.
     for (auto it = g->pending_members.begin(); it != g->pending_members.end();) {
       if (it->second <= now) {
@@ -1421,8 +1505,12 @@ io::Task<void> GroupCoordinator::expire_offsets() {
   std::vector<std::string> ids;
   for (const auto& [id, g] : groups_) ids.push_back(id);
   for (const std::string& id : ids) {
+    const int32_t partition = partition_for(id);
+    auto lock = co_await partition_lock(partition).lock();
     Group* g = find(id);
     if (g == nullptr || loading(g->partition) || g->state != State::kEmpty) continue;
+    const bool consumer = g->consumer != nullptr;
+    if (consumer && !g->consumer->members.empty()) continue;
     std::vector<CoordinatorRecord> records;
     std::vector<std::pair<std::string, int32_t>> expired;
     for (const auto& [key, e] : g->offsets) {
@@ -1437,9 +1525,14 @@ io::Task<void> GroupCoordinator::expire_offsets() {
       }
     }
     const bool drop_group = expired.size() == g->offsets.size() && g->pending_members.empty();
-    if (drop_group) records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
+    if (drop_group) {
+      if (consumer) {
+        for (CoordinatorRecord& rec : consumer_group_tombstones(id)) records.push_back(std::move(rec));
+      } else {
+        records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
+      }
+    }
     if (records.empty()) continue;
-    const int32_t partition = g->partition;
     const CoordinatorLog::Written w =
         co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
     if (w.error != Error::kNone) continue;
@@ -1447,7 +1540,10 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     if (g == nullptr) continue;
     for (const auto& key : expired) g->offsets.erase(key);
     ctx_->log().info("group coordinator: expired {} offsets of group {}", expired.size(), id);
-    if (drop_group && g->state == State::kEmpty && g->offsets.empty()) groups_.erase(id);
+    if (drop_group && g->state == State::kEmpty && g->offsets.empty() &&
+        (g->consumer == nullptr || g->consumer->members.empty())) {
+      groups_.erase(id);
+    }
   }
 }
 
@@ -1478,6 +1574,12 @@ io::Task<void> GroupCoordinator::run() {
       if (g->state == State::kCompletingRebalance && !g->pending_sync.empty()) next = std::min(next, g->sync_deadline);
       for (const auto& [mid, m] : g->members) {
         if (!m.awaiting_join && !m.awaiting_sync) next = std::min(next, m.heartbeat_deadline);
+      }
+      if (g->consumer == nullptr) continue;
+      for (const auto& [mid, m] : g->consumer->members) {
+        if (fencing_.contains({id, mid})) continue;
+        next = std::min(next, m.session_deadline);
+        if (m.revocation_deadline.has_value()) next = std::min(next, *m.revocation_deadline);
       }
     }
     if (next <= now) continue;

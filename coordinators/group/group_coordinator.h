@@ -33,6 +33,12 @@
 // member id gets MEMBER_ID_REQUIRED with one to rejoin with; static members
 // (group.instance.id, KIP-345) keep their place across restarts, and an old
 // incarnation of one is fenced (FENCED_INSTANCE_ID).
+//
+// Groups of the consumer protocol (KIP-848, ConsumerGroupHeartbeat) share
+// the group id space and the committed offsets; see consumer_groups.cc. The
+// coordinator computes their assignments (assignors.h) and moves each
+// member towards its target (reconciliation.h); their state is the
+// ConsumerGroup* records of the partition, written before it is applied.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +53,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "coordinators/group/assignors.h"
+#include "coordinators/group/reconciliation.h"
 #include "io/buffer.h"
 #include "io/context.h"
 #include "io/scope.h"
@@ -54,6 +62,10 @@
 #include "io/task.h"
 #include "io/time.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/consumer_group_describe_request.h"
+#include "net/kafka/messages/consumer_group_describe_response.h"
+#include "net/kafka/messages/consumer_group_heartbeat_request.h"
+#include "net/kafka/messages/consumer_group_heartbeat_response.h"
 #include "net/kafka/messages/delete_groups_request.h"
 #include "net/kafka/messages/delete_groups_response.h"
 #include "net/kafka/messages/describe_groups_request.h"
@@ -98,6 +110,13 @@ struct GroupCoordinatorConfig {
   // skips the member and generation checks, so a member of an old generation
   // can overwrite its successor's progress. The checkers must notice.
   bool mutant_unfenced_commits = false;
+  // The consumer protocol: group.consumer.session.timeout.ms,
+  // group.consumer.heartbeat.interval.ms, group.consumer.max.size and
+  // group.consumer.assignors (the first is the default).
+  io::Duration consumer_session_timeout{std::chrono::milliseconds(45000)};
+  io::Duration consumer_heartbeat_interval{std::chrono::milliseconds(5000)};
+  int32_t consumer_max_group_size = INT32_MAX;
+  std::vector<std::string> consumer_assignors{"uniform", "range"};
 };
 
 // One record of a coordinator partition; no value deletes the key.
@@ -123,7 +142,22 @@ class CoordinatorLog {
   virtual io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<CoordinatorRecord> records) = 0;
   // Whether the topic partition exists (OffsetCommit refuses others).
   virtual bool partition_exists(const std::string& topic, int32_t partition) const = 0;
+  // A topic as the cluster's metadata has it now (the consumer protocol
+  // assigns partitions of existing topics by id).
+  struct Topic {
+    TopicId id;
+    std::string name;
+    int32_t partitions = 0;
+  };
+  virtual std::optional<Topic> topic(const std::string& name) const = 0;
+  virtual std::optional<Topic> topic(const TopicId& id) const = 0;
+  // The names of every topic (regular expression subscriptions).
+  virtual std::vector<std::string> topic_names() const = 0;
 };
+
+// The error a group API answers when a coordinator write failed (Kafka's
+// mapping for group metadata writes).
+net::Error coordinator_write_error(net::Error e);
 
 // Java's String.hashCode over the UTF-16 code units of `s` (ASCII and
 // UTF-8 text as Java decodes it).
@@ -185,9 +219,16 @@ class GroupCoordinator {
   net::DescribeGroupsResponse describe_groups(const net::DescribeGroupsRequest& request, int16_t version);
   net::ListGroupsResponse list_groups(const net::ListGroupsRequest& request, int16_t version);
   io::Task<net::DeleteGroupsResponse> delete_groups(net::DeleteGroupsRequest request, int16_t version);
+  // The consumer protocol (KIP-848).
+  io::Task<net::ConsumerGroupHeartbeatResponse> consumer_group_heartbeat(net::ConsumerGroupHeartbeatRequest request,
+                                                                         int16_t version, std::string client_id,
+                                                                         std::string client_host);
+  net::ConsumerGroupDescribeResponse consumer_group_describe(const net::ConsumerGroupDescribeRequest& request,
+                                                             int16_t version) const;
 
   // For tests and tools: a group's state name ("Empty", "Stable", ...;
-  // "Dead" when unknown), generation and member ids.
+  // "Dead" when unknown), generation (a consumer protocol group: its group
+  // epoch) and member ids.
   std::string group_state(const std::string& group_id) const;
   int32_t group_generation(const std::string& group_id) const;
   std::vector<std::string> group_members(const std::string& group_id) const;
@@ -229,6 +270,39 @@ class GroupCoordinator {
     int64_t commit_timestamp_ms = -1;
     int64_t record_offset = -1;  // where it is in the partition
   };
+  // A member of a consumer protocol group.
+  struct ConsumerMember {
+    std::string id;
+    std::optional<std::string> instance_id;
+    std::optional<std::string> rack_id;
+    std::string client_id;
+    std::string client_host;
+    std::vector<std::string> subscribed_topic_names;  // sorted
+    std::optional<std::string> subscribed_topic_regex;
+    int32_t rebalance_timeout_ms = -1;
+    std::optional<std::string> server_assignor;
+    int32_t previous_member_epoch = 0;
+    // Its epoch, reconciliation state and partitions.
+    ReconciledMember current;
+    io::Instant session_deadline{};
+    // While it has partitions to revoke: until when, in which epoch.
+    std::optional<io::Instant> revocation_deadline;
+    // The parts its ConsumerGroupMemberMetadata record holds are equal.
+    bool same_metadata(const ConsumerMember& o) const;
+  };
+  // The consumer protocol state of a group.
+  struct ConsumerGroup {
+    int32_t group_epoch = 0;
+    int32_t assignment_epoch = 0;
+    std::map<std::string, ConsumerMember> members;
+    std::map<std::string, TopicPartitions> target;  // member id -> target
+    // The subscribed topics' metadata when the group epoch last changed:
+    // name -> (id, partitions).
+    std::map<std::string, std::pair<TopicId, int32_t>> subscribed;
+    // A write of the group failed (and may still land): the next one
+    // writes the whole state again.
+    bool rewrite = false;
+  };
   struct Group {
     std::string id;
     int32_t partition = 0;
@@ -254,6 +328,9 @@ class GroupCoordinator {
     std::map<std::pair<std::string, int32_t>, OffsetEntry> offsets;
     // A member joined during the initial delay (which then extends).
     bool new_member_added = false;
+    // Set when the group uses the consumer protocol (its classic members
+    // and state are then unused: `state` stays kEmpty).
+    std::shared_ptr<ConsumerGroup> consumer;
   };
   struct Shard {
     int32_t epoch = -1;
@@ -269,6 +346,8 @@ class GroupCoordinator {
   const Group* find(const std::string& group_id) const;
   Group& create(const std::string& group_id);
   std::string new_member_id(const std::string& client_id);
+  // A random Kafka Uuid in its text form (consumer protocol member ids).
+  std::string new_uuid();
   int64_t now_ms() const;
 
   // State machine pieces (Kafka's GroupCoordinator).
@@ -319,8 +398,50 @@ class GroupCoordinator {
   void join_known_member(Group& g, const net::JoinGroupRequest& r, const std::string& client_id,
                          const std::string& client_host, const std::shared_ptr<JoinWait>& wait);
 
+  // --- the consumer protocol (consumer_groups.cc) ---
+  struct HeartbeatResult;
+  // The ConsumerGroup* records: the whole group's state (a rewrite), one
+  // member's, and the single records.
+  static std::vector<CoordinatorRecord> consumer_group_records(const std::string& group_id, const ConsumerGroup& cg);
+  static void member_records(const std::string& group_id, const ConsumerGroup& cg, const ConsumerMember& m,
+                             std::vector<CoordinatorRecord>& out);
+  static CoordinatorRecord current_assignment_record(const std::string& group_id, const ConsumerMember& m);
+  static CoordinatorRecord group_epoch_record(const std::string& group_id, int32_t epoch);
+  static CoordinatorRecord subscription_record(const std::string& group_id, const ConsumerGroup& cg);
+  static CoordinatorRecord target_epoch_record(const std::string& group_id, int32_t epoch);
+  // What deletes an empty consumer group.
+  static std::vector<CoordinatorRecord> consumer_group_tombstones(const std::string& group_id);
+  absl::Status replay_consumer(int16_t type, const io::Buffer& key, const std::optional<io::Buffer>& value);
+  // The heartbeat's state change on `next` (a copy of the group's state),
+  // with the records that persist it.
+  void consumer_heartbeat_step(const std::string& group_id, ConsumerGroup& next,
+                               const net::ConsumerGroupHeartbeatRequest& r, int16_t version,
+                               const std::string& client_id, const std::string& client_host,
+                               HeartbeatResult& out);
+  // Removes member `member_id` from `next` (left, or fenced), with records.
+  void remove_consumer_member(const std::string& group_id, ConsumerGroup& next, const std::string& member_id,
+                              std::vector<CoordinatorRecord>& records) const;
+  // Recomputes the subscribed topics' metadata; true when it changed.
+  bool refresh_subscriptions(const std::string& group_id, ConsumerGroup& next,
+                             std::vector<CoordinatorRecord>& records) const;
+  // The existing topics the member subscribes to (by name or regex).
+  std::set<TopicId, TopicIdLess> subscribed_ids(const ConsumerGroup& cg, const ConsumerMember& m) const;
+  std::string preferred_assignor(const ConsumerGroup& cg) const;
+  // Writes `records` of `group_id` and, once committed, makes `next` its
+  // state. kNone or the error to answer.
+  io::Task<net::Error> commit_consumer_state(std::string group_id, int32_t partition, int32_t epoch,
+                                             std::shared_ptr<ConsumerGroup> next,
+                                             std::vector<CoordinatorRecord> records);
+  // Fences members whose session or revocation ran out (in the background).
+  void expire_consumer_members(Group& g, io::Instant now);
+  io::Task<void> fence_consumer_member(std::string group_id, std::string member_id, std::string reason);
+  io::Mutex& partition_lock(int32_t partition);
+  std::string consumer_state(const ConsumerGroup& cg) const;
+
   io::Context* ctx_;
   CoordinatorLog* log_;
+  std::map<int32_t, std::unique_ptr<io::Mutex>> partition_locks_;
+  std::set<std::pair<std::string, std::string>> fencing_;
   GroupCoordinatorConfig config_;
   std::map<int32_t, Shard> shards_;
   std::map<std::string, std::unique_ptr<Group>> groups_;

@@ -39,6 +39,9 @@ class MemoryLog final : public CoordinatorLog {
     co_return Written{Error::kNone, base};
   }
   bool partition_exists(const std::string&, int32_t) const override { return true; }
+  std::optional<Topic> topic(const std::string&) const override { return std::nullopt; }
+  std::optional<Topic> topic(const TopicId&) const override { return std::nullopt; }
+  std::vector<std::string> topic_names() const override { return {}; }
 
  private:
   io::Context* ctx_;

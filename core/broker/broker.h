@@ -272,6 +272,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // here and waits for the ISR.
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<group::CoordinatorRecord> records) override;
   bool partition_exists(const std::string& topic, int32_t partition) const override;
+  std::optional<Topic> topic(const std::string& name) const override;
+  std::optional<Topic> topic(const net::Uuid& id) const override;
+  std::vector<std::string> topic_names() const override;
   // After the image is applied: the coordinator loads the __consumer_offsets
   // partitions this broker now leads and unloads the others.
   void sync_coordinator();

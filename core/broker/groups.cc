@@ -42,6 +42,27 @@ bool Broker::partition_exists(const std::string& topic, int32_t partition) const
   return t != nullptr && t->partition(partition) != nullptr;
 }
 
+namespace {
+std::optional<group::CoordinatorLog::Topic> topic_of(const metadata::TopicImage* t) {
+  if (t == nullptr) return std::nullopt;
+  return group::CoordinatorLog::Topic{t->id, t->name, static_cast<int32_t>(t->partitions.size())};
+}
+}  // namespace
+
+std::optional<group::CoordinatorLog::Topic> Broker::topic(const std::string& name) const {
+  return topic_of(image_.topics().topic(name));
+}
+
+std::optional<group::CoordinatorLog::Topic> Broker::topic(const net::Uuid& id) const {
+  return topic_of(image_.topics().topic(id));
+}
+
+std::vector<std::string> Broker::topic_names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, id] : image_.topics().by_name) out.push_back(name);
+  return out;
+}
+
 io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_t epoch,
                                                         std::vector<group::CoordinatorRecord> records) {
   std::shared_ptr<Partition> p = find(offsets_topic(), partition);
@@ -304,6 +325,19 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
       CO_ASSIGN_OR_RETURN(net::DeleteGroupsRequest r, net::decode_body<net::DeleteGroupsRequest>(frame));
       net::DeleteGroupsResponse out = co_await groups_.delete_groups(std::move(r), version);
       co_return net::encode_response(out, frame.header);
+    }
+    case net::ConsumerGroupHeartbeatRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::ConsumerGroupHeartbeatRequest r,
+                          net::decode_body<net::ConsumerGroupHeartbeatRequest>(frame));
+      std::string client_id = frame.header.client_id.value_or("");
+      net::ConsumerGroupHeartbeatResponse out =
+          co_await groups_.consumer_group_heartbeat(std::move(r), version, std::move(client_id), std::string());
+      co_return net::encode_response(out, frame.header);
+    }
+    case net::ConsumerGroupDescribeRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::ConsumerGroupDescribeRequest r,
+                          net::decode_body<net::ConsumerGroupDescribeRequest>(frame));
+      co_return net::encode_response(groups_.consumer_group_describe(r, version), frame.header);
     }
     default:
       co_return absl::UnimplementedError(

@@ -85,12 +85,14 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::SyncGroupRequest::kApiKey, 0, 5},
     {net::HeartbeatRequest::kApiKey, 0, 4},
     {net::LeaveGroupRequest::kApiKey, 0, 5},
-    {net::OffsetCommitRequest::kApiKey, 0, 8},
-    {net::OffsetFetchRequest::kApiKey, 0, 8},
+    {net::OffsetCommitRequest::kApiKey, 0, 9},
+    {net::OffsetFetchRequest::kApiKey, 0, 9},
     {net::OffsetDeleteRequest::kApiKey, 0, 0},
     {net::DescribeGroupsRequest::kApiKey, 0, 5},
     {net::ListGroupsRequest::kApiKey, 0, 5},
     {net::DeleteGroupsRequest::kApiKey, 0, 2},
+    {net::ConsumerGroupHeartbeatRequest::kApiKey, 0, 1},
+    {net::ConsumerGroupDescribeRequest::kApiKey, 0, 0},
 };
 
 constexpr int64_t kListOffsetsLatest = -1;
@@ -149,6 +151,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
     case net::DescribeGroupsRequest::kApiKey:
     case net::ListGroupsRequest::kApiKey:
     case net::DeleteGroupsRequest::kApiKey:
+    case net::ConsumerGroupHeartbeatRequest::kApiKey:
+    case net::ConsumerGroupDescribeRequest::kApiKey:
       co_return co_await on_group_request(frame);
     case net::DeleteTopicsRequest::kApiKey:
       co_return co_await forward<net::DeleteTopicsRequest, net::DeleteTopicsResponse>(frame);
