@@ -209,6 +209,8 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.group.initial_rebalance_delay = o.group_initial_delay;
   bc.group.min_session_timeout = o.group_min_session_timeout;
   bc.group.mutant_unfenced_commits = o.group_mutant_unfenced_commits;
+  bc.group.consumer_session_timeout = o.group_consumer_session_timeout;
+  bc.group.consumer_heartbeat_interval = o.group_consumer_heartbeat_interval;
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
   if (o.on_broker) o.on_broker(&broker);

@@ -76,6 +76,10 @@ struct ServerNodeOptions {
   io::Duration group_initial_delay{0};
   io::Duration group_min_session_timeout{std::chrono::seconds(1)};
   bool group_mutant_unfenced_commits = false;
+  // group.consumer.session.timeout.ms and .heartbeat.interval.ms (the
+  // consumer protocol).
+  io::Duration group_consumer_session_timeout{std::chrono::seconds(45)};
+  io::Duration group_consumer_heartbeat_interval{std::chrono::seconds(5)};
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
 };

@@ -44,6 +44,8 @@ struct GroupsSimConfig {
   io::Duration workload = 40s;
   io::Duration quiet_max = 120s;
   bool mutant_unfenced_commits = false;
+  // The consumer protocol (KIP-848) instead of JoinGroup/SyncGroup.
+  bool consumer_protocol = false;
 
   static GroupsSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -61,9 +63,10 @@ struct GroupsSimConfig {
   }
   std::string describe() const {
     return fmt::format(
-        "groups: nodes={} partitions={} members={} offsets-partitions={} initial-delay={} session={} "
+        "{}: nodes={} partitions={} members={} offsets-partitions={} initial-delay={} session={} "
         "rebalance={} heartbeat={} commit-interval<={}\n{}",
-        nodes, partitions, members, offsets_partitions, seconds(initial_delay), seconds(session_timeout),
+        consumer_protocol ? "consumer-groups" : "groups", nodes, partitions, members, offsets_partitions,
+        seconds(initial_delay), seconds(session_timeout),
         seconds(rebalance_timeout), seconds(heartbeat_interval), seconds(commit_interval_max), faults.describe());
   }
 };
@@ -116,6 +119,7 @@ client::GroupOptions group_options(Shared* s) {
   g.session_timeout = s->config.session_timeout;
   g.rebalance_timeout = s->config.rebalance_timeout;
   g.heartbeat_interval = s->config.heartbeat_interval;
+  g.consumer_protocol = s->config.consumer_protocol;
   return g;
 }
 
@@ -133,6 +137,8 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.group_initial_delay = s->config.initial_delay;
   o.group_min_session_timeout = 1s;
   o.group_mutant_unfenced_commits = s->config.mutant_unfenced_commits;
+  o.group_consumer_session_timeout = s->config.session_timeout;
+  o.group_consumer_heartbeat_interval = s->config.heartbeat_interval;
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -252,6 +258,137 @@ io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
   }
 }
 
+void record_acked(Shared* s, const std::map<client::TopicPartition, int64_t>& committed) {
+  ++s->commits_acked;
+  for (const auto& [tp, off] : committed) {
+    int64_t& high = s->acked_commit[tp.partition];
+    high = std::max(high, off);
+  }
+}
+
+// One member of the consumer protocol (KIP-848): heartbeats report what it
+// owns; a new assignment first has the member commit and drop the
+// partitions taken away, then read where to start on the ones added. A
+// fenced member (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) drops everything
+// without committing and joins again.
+io::Task<void> consumer_member_main(io::Context* ctx, Shared* s, int index) {
+  ++s->member_starts;
+  MemberView& view = s->members[static_cast<size_t>(index)];
+  view = MemberView{};
+  view.up = true;
+  struct Down {
+    MemberView* v;
+    ~Down() { v->up = false; }
+  } down{&view};
+  client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
+  co_await ensure_topic(ctx, s, &cluster);
+  client::GroupMember member(cluster, group_options(s));
+  std::map<client::TopicPartition, int64_t> positions;
+  io::Instant next_commit = ctx->clock().now();
+  int32_t epoch = 0;
+  // Consumes for `wait`, then commits when it is time.
+  auto consume_and_commit = [&](io::Duration wait) -> io::Task<void> {
+    co_await ctx->clock().sleep_for(wait);
+    for (auto& [tp, pos] : positions) pos += static_cast<int64_t>(ctx->random().uniform(10));
+    if (positions.empty() || ctx->clock().now() < next_commit) co_return;
+    next_commit = ctx->clock().now() + uniform_duration(ctx->random(), 0ms, s->config.commit_interval_max);
+    const std::map<client::TopicPartition, int64_t> committing = positions;
+    absl::Status c = co_await member.commit(committing);
+    ctx->log().debug("groups-sim: member {} epoch {} commit: {}", index, epoch, c.ToString());
+    if (c.ok()) {
+      record_acked(s, committing);
+    } else {
+      ++s->commits_failed;
+    }
+  };
+  auto owned = [&] {
+    std::vector<client::TopicPartition> out;
+    for (const auto& [tp, pos] : positions) out.push_back(tp);
+    return out;
+  };
+  while (true) {
+    absl::StatusOr<client::ConsumerHeartbeat> h = co_await member.consumer_heartbeat(owned());
+    if (!h.ok()) {
+      ctx->log().info("groups-sim: member {} heartbeat at epoch {}: {}", index, epoch, h.status().ToString());
+      view.confirmed = false;
+      if (absl::IsAborted(h.status())) {
+        positions.clear();  // fenced: the partitions are someone else's now
+        view.partitions.clear();
+        epoch = 0;
+        continue;
+      }
+      // Not fenced as far as the member knows: it goes on consuming and
+      // committing (a zombie's commits must be refused).
+      co_await consume_and_commit(s->config.heartbeat_interval / 2);
+      continue;
+    }
+    if (epoch == 0) ++s->joins;
+    epoch = h->member_epoch;
+    view.member_id = member.member_id();
+    if (h->assignment.has_value()) {
+      std::set<client::TopicPartition> next(h->assignment->begin(), h->assignment->end());
+      // Revoked: commit what was consumed, then let them go.
+      std::map<client::TopicPartition, int64_t> revoked;
+      for (const auto& [tp, pos] : positions) {
+        if (!next.contains(tp)) revoked[tp] = pos;
+      }
+      if (!revoked.empty()) {
+        absl::Status c = co_await member.commit(revoked);
+        if (c.ok()) {
+          record_acked(s, revoked);
+        } else {
+          ++s->commits_failed;
+        }
+        for (const auto& [tp, pos] : revoked) positions.erase(tp);
+      }
+      // No two members own a partition at one member epoch.
+      std::map<int32_t, std::string>& owners = s->owners[epoch];
+      if (owners.empty()) ++s->generations;
+      for (const client::TopicPartition& tp : next) {
+        auto [it, fresh] = owners.emplace(tp.partition, view.member_id);
+        if (!fresh && it->second != view.member_id) {
+          s->violation(fmt::format("member epoch {}: partition {} assigned to both {} and {}", epoch, tp.partition,
+                                   it->second, view.member_id));
+        }
+      }
+      // Added: start at the committed offset, never below a commit
+      // acknowledged before asking.
+      std::vector<client::TopicPartition> added;
+      for (const client::TopicPartition& tp : next) {
+        if (!positions.contains(tp)) added.push_back(tp);
+      }
+      if (!added.empty()) {
+        const std::map<int32_t, int64_t> acked_before = s->acked_commit;
+        absl::StatusOr<std::map<client::TopicPartition, int64_t>> starts = co_await member.committed(added);
+        if (!starts.ok()) {
+          // Not taken yet: the next heartbeat reports them not owned and
+          // the coordinator hands them over again.
+          view.confirmed = false;
+          view.partitions.clear();
+          for (const auto& [tp, pos] : positions) view.partitions.push_back(tp.partition);
+          co_await ctx->clock().sleep_for(s->config.heartbeat_interval / 4);
+          continue;
+        }
+        for (const auto& [tp, committed] : *starts) {
+          ++s->takeovers_checked;
+          auto acked = acked_before.find(tp.partition);
+          if (acked != acked_before.end() && committed < acked->second) {
+            s->violation(fmt::format("member {} (epoch {}) took over partition {} at committed offset {}, "
+                                     "below the acknowledged commit {}",
+                                     view.member_id, epoch, tp.partition, committed, acked->second));
+          }
+          positions[tp] = std::max<int64_t>(committed, 0);
+        }
+      }
+    }
+    view.generation = epoch;
+    view.partitions.clear();
+    for (const auto& [tp, pos] : positions) view.partitions.push_back(tp.partition);
+    view.confirmed = true;
+    co_await consume_and_commit(std::min(h->heartbeat_interval, s->config.heartbeat_interval));
+  }
+}
+
 // After the heal: the group settled on one generation that every member
 // is in (confirmed by a heartbeat), owning every partition once.
 bool settled(const Shared& s, std::string* why) {
@@ -310,7 +447,8 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
 
 absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   GroupsSimConfig config = GroupsSimConfig::draw(options.seed);
-  config.mutant_unfenced_commits = options.name == "groups-mutant-fence";
+  config.consumer_protocol = options.name.starts_with("consumer-groups");
+  config.mutant_unfenced_commits = options.name.ends_with("-mutant-fence");
   WorldOptions world_options;
   world_options.scenario = options.name;
   world_options.network = config.faults.network;
@@ -337,7 +475,9 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
     servers[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return server_main(&ctx, s, i); });
   }
   for (int i = 0; i < config.members; ++i) {
-    clients[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return member_main(&ctx, s, i); });
+    clients[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) {
+      return s->config.consumer_protocol ? consumer_member_main(&ctx, s, i) : member_main(&ctx, s, i);
+    });
   }
   FaultSchedule faults(world, config.faults);
   faults.start();
@@ -390,10 +530,10 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   result.simulated = world.elapsed();
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
-      "groups: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
+      "{}: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
       "broker-starts={}; faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
       "buggify-fired={}",
-      shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
+      options.name, shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
       shared.member_starts, shared.broker_starts, faults.crashes, faults.partitions, faults.clogs, faults.resets,
       faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;

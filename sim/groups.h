@@ -25,6 +25,17 @@
 //
 // The mutant (groups-mutant-fence) lets OffsetCommit skip the member and
 // generation checks; the checkers must report lost progress.
+//
+// "consumer-groups" runs the same under KIP-848's consumer protocol
+// (client::GroupMember::consumer_heartbeat): members report what they own
+// in every ConsumerGroupHeartbeat, commit and drop revoked partitions
+// before reporting them gone, read committed offsets for added ones, drop
+// everything when fenced, and keep consuming and committing while the
+// coordinator is unreachable (so a fenced member's late commits reach it).
+// Generations are member epochs: no partition may be given to two members
+// at one member epoch; liveness wants every member at one epoch owning
+// every partition once. consumer-groups-mutant-fence skips the member
+// epoch check on commits.
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -21,6 +21,8 @@ std::vector<std::string> scenario_names() {
           "replication-mutant-flush",
           "groups",
           "groups-mutant-fence",
+          "consumer-groups",
+          "consumer-groups-mutant-fence",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -38,7 +40,10 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
       options.name == "replication-mutant-flush") {
     return run_broker(options);
   }
-  if (options.name == "groups" || options.name == "groups-mutant-fence") return run_groups(options);
+  if (options.name == "groups" || options.name == "groups-mutant-fence" || options.name == "consumer-groups" ||
+      options.name == "consumer-groups-mutant-fence") {
+    return run_groups(options);
+  }
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
     if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_kraft(options);

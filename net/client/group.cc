@@ -7,6 +7,8 @@
 
 #include "io/status.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/consumer_group_heartbeat_request.h"
+#include "net/kafka/messages/consumer_group_heartbeat_response.h"
 #include "net/kafka/messages/consumer_protocol_assignment.h"
 #include "net/kafka/messages/consumer_protocol_subscription.h"
 #include "net/kafka/messages/delete_groups_request.h"
@@ -43,6 +45,8 @@ constexpr int16_t kSyncGroupVersion = 5;
 constexpr int16_t kHeartbeatVersion = 4;
 constexpr int16_t kLeaveGroupVersion = 4;
 constexpr int16_t kOffsetCommitVersion = 8;
+constexpr int16_t kOffsetCommitConsumerVersion = 9;  // member epochs
+constexpr int16_t kConsumerHeartbeatVersion = 1;
 constexpr int16_t kOffsetFetchVersion = 7;
 constexpr int16_t kListGroupsVersion = 4;
 constexpr int16_t kDescribeGroupsVersion = 5;
@@ -379,8 +383,9 @@ io::Task<absl::Status> GroupMember::commit(const std::map<TopicPartition, int64_
     p.partition_index = tp.partition;
     p.committed_offset = offset;
   }
+  const int16_t version = options_.consumer_protocol ? kOffsetCommitConsumerVersion : kOffsetCommitVersion;
   absl::StatusOr<net::OffsetCommitResponse> r =
-      co_await group_call<net::OffsetCommitResponse>(peer, c, kOffsetCommitVersion, cluster_->options().request_timeout);
+      co_await group_call<net::OffsetCommitResponse>(peer, c, version, cluster_->options().request_timeout);
   if (!r.ok()) {
     coordinator_ = -1;
     cluster_->reset(coordinator);
@@ -445,7 +450,15 @@ io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> GroupMember::fetch_c
 io::Task<void> GroupMember::leave() {
   if (member_id_.empty() && !options_.instance_id.has_value()) co_return;
   absl::StatusOr<net::Peer*> peer = co_await coordinator_peer();
-  if (peer.ok()) {
+  if (peer.ok() && options_.consumer_protocol) {
+    net::ConsumerGroupHeartbeatRequest h;
+    h.group_id = options_.group_id;
+    h.member_id = member_id_;
+    h.member_epoch = -1;
+    h.instance_id = options_.instance_id;
+    (void)co_await group_call<net::ConsumerGroupHeartbeatResponse>(*peer, h, kConsumerHeartbeatVersion,
+                                                                   cluster_->options().request_timeout);
+  } else if (peer.ok()) {
     net::LeaveGroupRequest l;
     l.group_id = options_.group_id;
     auto& who = l.members.emplace_back();
@@ -455,6 +468,87 @@ io::Task<void> GroupMember::leave() {
   }
   member_id_.clear();
   generation_ = -1;
+}
+
+io::Task<absl::Status> GroupMember::learn_topic_ids(const std::vector<net::Uuid>& ids) {
+  bool known = true;
+  for (const net::Uuid& id : ids) {
+    known &= std::any_of(topic_ids_.begin(), topic_ids_.end(), [&](const auto& e) { return e.second == id; });
+  }
+  if (known && topic_ids_.size() >= options_.topics.size()) co_return absl::OkStatus();
+  CO_ASSIGN_OR_RETURN(net::MetadataResponse md, co_await cluster_->fetch_metadata(options_.topics, false));
+  for (const auto& t : md.topics) {
+    if (t.error_code == 0 && t.name.has_value() && !t.topic_id.is_zero()) topic_ids_[*t.name] = t.topic_id;
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::StatusOr<ConsumerHeartbeat>> GroupMember::consumer_heartbeat(const std::vector<TopicPartition>& owned) {
+  if (member_id_.empty()) {
+    // Version 1: the member names itself (a UUID in Kafka's text form).
+    net::Uuid id;
+    const uint64_t a = cluster_->context().random().next_u64();
+    const uint64_t b = cluster_->context().random().next_u64();
+    for (int i = 0; i < 8; ++i) {
+      id.bytes[i] = static_cast<uint8_t>(a >> (56 - 8 * i));
+      id.bytes[8 + i] = static_cast<uint8_t>(b >> (56 - 8 * i));
+    }
+    member_id_ = id.to_string();
+  }
+  CO_RETURN_IF_ERROR(co_await learn_topic_ids({}));
+  CO_ASSIGN_OR_RETURN(net::Peer * peer, co_await coordinator_peer());
+  const int32_t coordinator = coordinator_;
+  const bool joining = generation_ <= 0;
+  net::ConsumerGroupHeartbeatRequest h;
+  h.group_id = options_.group_id;
+  h.member_id = member_id_;
+  h.member_epoch = joining ? 0 : generation_;
+  h.instance_id = options_.instance_id;
+  // A full request when joining; afterwards the coordinator keeps what
+  // did not change, but the subscription and owned partitions are always
+  // sent (a coordinator that failed over answers a full request alike).
+  h.rebalance_timeout_ms = ms(options_.rebalance_timeout);
+  h.subscribed_topic_names = options_.topics;
+  auto& tps = h.topic_partitions.emplace();
+  for (const TopicPartition& tp : owned) {
+    auto id = topic_ids_.find(tp.topic);
+    if (id == topic_ids_.end()) continue;
+    if (tps.empty() || tps.back().topic_id != id->second) tps.emplace_back().topic_id = id->second;
+    tps.back().partitions.push_back(tp.partition);
+  }
+  absl::StatusOr<net::ConsumerGroupHeartbeatResponse> r = co_await group_call<net::ConsumerGroupHeartbeatResponse>(
+      peer, h, kConsumerHeartbeatVersion, cluster_->options().request_timeout);
+  if (!r.ok()) {
+    coordinator_ = -1;
+    cluster_->reset(coordinator);
+    co_return r.status();
+  }
+  const int16_t code = r->error_code;
+  if (code == net::code(Error::kFencedMemberEpoch) || code == net::code(Error::kUnknownMemberId)) {
+    generation_ = 0;
+    co_return absl::AbortedError(fmt::format("ConsumerGroupHeartbeat: {}", error_text(code)));
+  }
+  if (code != 0) {
+    maybe_forget_coordinator(code);
+    co_return error_status(code, "ConsumerGroupHeartbeat");
+  }
+  generation_ = r->member_epoch;
+  ConsumerHeartbeat out;
+  out.member_epoch = r->member_epoch;
+  out.heartbeat_interval = std::chrono::milliseconds(r->heartbeat_interval_ms);
+  if (r->assignment.has_value()) {
+    std::vector<net::Uuid> ids;
+    for (const auto& t : r->assignment->topic_partitions) ids.push_back(t.topic_id);
+    CO_RETURN_IF_ERROR(co_await learn_topic_ids(ids));
+    auto& parts = out.assignment.emplace();
+    for (const auto& t : r->assignment->topic_partitions) {
+      auto name = std::find_if(topic_ids_.begin(), topic_ids_.end(), [&](const auto& e) { return e.second == t.topic_id; });
+      if (name == topic_ids_.end()) co_return absl::UnavailableError("ConsumerGroupHeartbeat: unknown topic id");
+      for (int32_t p : t.partitions) parts.emplace_back(name->first, p);
+    }
+    std::sort(parts.begin(), parts.end());
+  }
+  co_return out;
 }
 
 }  // namespace brook::client

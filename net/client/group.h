@@ -45,6 +45,18 @@ struct GroupOptions {
   io::Duration rebalance_timeout = std::chrono::milliseconds(30000);
   io::Duration heartbeat_interval = std::chrono::milliseconds(3000);
   std::optional<std::string> instance_id;
+  // group.protocol: "classic" (JoinGroup/SyncGroup) or "consumer"
+  // (KIP-848's ConsumerGroupHeartbeat, the broker assigning).
+  bool consumer_protocol = false;
+};
+
+// One ConsumerGroupHeartbeat's answer.
+struct ConsumerHeartbeat {
+  int32_t member_epoch = 0;
+  io::Duration heartbeat_interval{};
+  // The partitions the member may own now, when the answer carried them
+  // (otherwise the assignment did not change).
+  std::optional<std::vector<TopicPartition>> assignment;
 };
 
 struct GroupAssignment {
@@ -117,6 +129,16 @@ class GroupMember {
   // Leaves the group (best effort) and forgets the member id.
   io::Task<void> leave();
 
+  // The consumer protocol (KIP-848). One ConsumerGroupHeartbeat reporting
+  // `owned` (the partitions the member still holds; it must have stopped
+  // using the ones it no longer lists): the first one joins (member epoch
+  // 0, with the subscription), later ones carry the member epoch. The
+  // answer's epoch becomes the member's (commit() commits in it).
+  // FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID come back as Aborted: the
+  // member lost its partitions and joins again with the next heartbeat;
+  // coordinator errors as Unavailable.
+  io::Task<absl::StatusOr<ConsumerHeartbeat>> consumer_heartbeat(const std::vector<TopicPartition>& owned);
+
   const std::string& member_id() const { return member_id_; }
   int32_t generation() const { return generation_; }
   // The coordinator's broker id, -1 while unknown.
@@ -132,8 +154,12 @@ class GroupMember {
   io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> fetch_committed(
       std::optional<std::vector<TopicPartition>> partitions);
 
+  // Topic ids <-> names for the consumer protocol (from Metadata).
+  io::Task<absl::Status> learn_topic_ids(const std::vector<net::Uuid>& ids);
+
   Cluster* cluster_;
   GroupOptions options_;
+  std::map<std::string, net::Uuid> topic_ids_;
   std::string member_id_;
   int32_t generation_ = -1;
   int32_t coordinator_ = -1;
