@@ -4,8 +4,15 @@
 // a `brook server` node in the simulator.
 //
 //   brook bench groups --bootstrap-server H:P [--members N] [--heartbeat-ms MS]
-//                      [--commit-seconds S]
+//                      [--commit-seconds S] [--protocol classic|consumer]
 //   brook bench groups --sim [--members N] [--heartbeat-ms MS] [--commit-seconds S]
+//                      [--protocol classic|consumer]
+//
+// --protocol consumer uses KIP-848's ConsumerGroupHeartbeat: members
+// heartbeat at the interval the broker gives (group.consumer.heartbeat.
+// interval.ms; --heartbeat-ms sets it in the simulator) and at once after
+// their assignment changed, as the Java consumer acknowledges a
+// reconciliation.
 //
 // It prints:
 // - formation: N members join an empty group at once, until every one has
@@ -47,6 +54,7 @@ struct GroupBenchArgs {
   int members = 10;
   io::Duration heartbeat = 100ms;
   io::Duration commit_time = 5s;
+  bool consumer_protocol = false;
 };
 
 struct GroupBenchResult {
@@ -89,12 +97,39 @@ io::Task<void> member_loop(io::Context* ctx, BenchMember* m, io::Duration heartb
   }
 }
 
-// Every member in generation `generation` or later, all in the same one.
-bool all_assigned(const std::vector<std::unique_ptr<BenchMember>>& ms, int32_t after) {
+// The consumer protocol: heartbeats, owning what the last answer assigned
+// (the member epoch stands in for the generation).
+io::Task<void> consumer_member_loop(io::Context* ctx, BenchMember* m) {
+  while (true) {
+    absl::StatusOr<client::ConsumerHeartbeat> h = co_await m->member.consumer_heartbeat(m->partitions);
+    if (!h.ok()) {
+      if (absl::IsAborted(h.status())) m->partitions.clear();
+      co_await ctx->clock().sleep_for(100ms);
+      continue;
+    }
+    bool changed = h->member_epoch != m->generation;
+    m->generation = h->member_epoch;
+    if (h->assignment.has_value() && *h->assignment != m->partitions) {
+      m->partitions = *h->assignment;
+      changed = true;
+    }
+    if (changed) {
+      m->assigned_at = ctx->clock().now();
+      continue;  // acknowledge at once
+    }
+    co_await ctx->clock().sleep_for(h->heartbeat_interval);
+  }
+}
+
+// Every member in generation `generation` or later, all in the same one
+// (and, for the consumer protocol, each with its one partition: a member
+// can be at the new epoch while it waits for a partition to be released).
+bool all_assigned(const std::vector<std::unique_ptr<BenchMember>>& ms, int32_t after, bool consumer_protocol) {
   int32_t g = -1;
   for (const auto& m : ms) {
     if (m->generation <= after) return false;
     if (g >= 0 && m->generation != g) return false;
+    if (consumer_protocol && m->partitions.size() != 1) return false;
     g = m->generation;
   }
   return true;
@@ -125,6 +160,7 @@ io::Task<GroupBenchResult> bench(io::Context& ctx, const GroupBenchArgs* a) {
     co_return r;
   }
   client::GroupOptions go;
+  go.consumer_protocol = a->consumer_protocol;
   go.group_id = topic;
   go.topics = {topic};
   go.session_timeout = 10s;
@@ -147,9 +183,22 @@ io::Task<GroupBenchResult> bench(io::Context& ctx, const GroupBenchArgs* a) {
   };
   // Formation: all but the last member join the empty group at once.
   io::Instant start = ctx.clock().now();
-  for (int i = 0; i + 1 < a->members; ++i) scope.spawn(member_loop(&ctx, members[static_cast<size_t>(i)].get(), a->heartbeat));
+  auto spawn = [&](BenchMember* m) {
+    scope.spawn(a->consumer_protocol ? consumer_member_loop(&ctx, m) : member_loop(&ctx, m, a->heartbeat));
+  };
+  for (int i = 0; i + 1 < a->members; ++i) spawn(members[static_cast<size_t>(i)].get());
   std::vector<std::unique_ptr<BenchMember>>* all = &members;
   auto formed = [&] {
+    if (a->consumer_protocol) {
+      // Every partition owned, all members at one epoch.
+      size_t owned = 0;
+      for (int i = 0; i + 1 < a->members; ++i) {
+        const BenchMember& m = *(*all)[static_cast<size_t>(i)];
+        if (m.partitions.empty() || m.generation != (*all)[0]->generation) return false;
+        owned += m.partitions.size();
+      }
+      return owned == static_cast<size_t>(a->members);
+    }
     for (int i = 0; i + 1 < a->members; ++i) {
       if ((*all)[static_cast<size_t>(i)]->generation < 0) return false;
     }
@@ -171,8 +220,8 @@ io::Task<GroupBenchResult> bench(io::Context& ctx, const GroupBenchArgs* a) {
   int32_t before = -1;
   for (int i = 0; i + 1 < a->members; ++i) before = std::max(before, members[static_cast<size_t>(i)]->generation);
   start = ctx.clock().now();
-  scope.spawn(member_loop(&ctx, members.back().get(), a->heartbeat));
-  auto rebalanced = [&] { return all_assigned(*all, before); };
+  spawn(members.back().get());
+  auto rebalanced = [&] { return all_assigned(*all, before, a->consumer_protocol); };
   if (!co_await wait_for(rebalanced, 120s)) {
     std::fprintf(stderr, "brook bench groups: the rebalance did not finish\n");
     co_return r;
@@ -197,7 +246,8 @@ io::Task<GroupBenchResult> bench(io::Context& ctx, const GroupBenchArgs* a) {
 }
 
 void print(const GroupBenchArgs& a, const GroupBenchResult& r, const char* clock) {
-  std::printf("members: %d, heartbeat.interval.ms %lld (%s)\n", a.members,
+  std::printf("members: %d, %s protocol, heartbeat.interval.ms %lld (%s)\n", a.members,
+              a.consumer_protocol ? "consumer" : "classic",
               static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(a.heartbeat).count()),
               clock);
   std::printf("formation: %d members joined an empty group in %.1f ms\n", a.members - 1, r.formation_ms);
@@ -223,12 +273,19 @@ int group_bench_main(Args args) {
       a.members = std::max(2, std::atoi(std::string(value()).c_str()));
     } else if (name == "--heartbeat-ms") {
       a.heartbeat = std::chrono::milliseconds(std::max(1, std::atoi(std::string(value()).c_str())));
+    } else if (name == "--protocol") {
+      const std::string_view protocol = value();
+      if (protocol != "consumer" && protocol != "classic") {
+        std::fprintf(stderr, "brook bench groups: --protocol classic or --protocol consumer\n");
+        return 2;
+      }
+      a.consumer_protocol = protocol == "consumer";
     } else if (name == "--commit-seconds") {
       a.commit_time = std::chrono::seconds(std::max(1, std::atoi(std::string(value()).c_str())));
     } else {
       std::fprintf(stderr,
                    "usage: brook bench groups (--bootstrap-server H:P | --sim) [--members N] [--heartbeat-ms MS] "
-                   "[--commit-seconds S]\n");
+                   "[--commit-seconds S] [--protocol classic|consumer]\n");
       return 2;
     }
   }
@@ -258,6 +315,7 @@ int group_bench_main(Args args) {
     o.controllers = {controller};
     o.offsets_partitions = 50;
     o.group_initial_delay = 3s;
+    o.group_consumer_heartbeat_interval = a.heartbeat;
     return sim::server_node_main(&ctx, o);
   });
   a.client.bootstrap = {broker};
