@@ -7,6 +7,8 @@
 
 #include "io/status.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/consumer_group_describe_request.h"
+#include "net/kafka/messages/consumer_group_describe_response.h"
 #include "net/kafka/messages/consumer_group_heartbeat_request.h"
 #include "net/kafka/messages/consumer_group_heartbeat_response.h"
 #include "net/kafka/messages/consumer_protocol_assignment.h"
@@ -50,6 +52,7 @@ constexpr int16_t kConsumerHeartbeatVersion = 1;
 constexpr int16_t kOffsetFetchVersion = 7;
 constexpr int16_t kListGroupsVersion = 4;
 constexpr int16_t kDescribeGroupsVersion = 5;
+constexpr int16_t kConsumerGroupDescribeVersion = 0;
 constexpr int16_t kDeleteGroupsVersion = 2;
 constexpr const char* kProtocolType = "consumer";
 constexpr const char* kRangeAssignor = "range";
@@ -207,6 +210,30 @@ io::Task<absl::StatusOr<GroupDescription>> describe_group(Cluster& cluster, cons
       absl::StatusOr<std::vector<TopicPartition>> a = decode_assignment(m.member_assignment);
       if (a.ok()) d.assignment = std::move(*a);
     }
+    out.members.push_back(std::move(d));
+  }
+  if (out.state != "Dead") co_return out;
+  // DescribeGroups shows a consumer-protocol group as Dead; ask again with
+  // ConsumerGroupDescribe (brokers without it, or no such group: Dead).
+  net::ConsumerGroupDescribeRequest c;
+  c.group_ids = {group_id};
+  absl::StatusOr<net::ConsumerGroupDescribeResponse> cd = co_await group_call<net::ConsumerGroupDescribeResponse>(
+      coordinator.second, c, kConsumerGroupDescribeVersion, cluster.options().request_timeout);
+  if (!cd.ok() || cd->groups.size() != 1 || cd->groups[0].error_code != 0) co_return out;
+  const auto& cg = cd->groups[0];
+  out.state = cg.group_state;
+  out.protocol_type = kProtocolType;
+  out.protocol = cg.assignor_name;
+  for (const auto& m : cg.members) {
+    GroupMemberDescription d;
+    d.member_id = m.member_id;
+    d.instance_id = m.instance_id;
+    d.client_id = m.client_id;
+    d.client_host = m.client_host;
+    for (const auto& t : m.assignment.topic_partitions) {
+      for (int32_t p : t.partitions) d.assignment.emplace_back(t.topic_name, p);
+    }
+    std::sort(d.assignment.begin(), d.assignment.end());
     out.members.push_back(std::move(d));
   }
   co_return out;

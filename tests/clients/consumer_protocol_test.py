@@ -413,6 +413,21 @@ def checks(server, work):
     check("OffsetCommit v9 from an unknown member is UNKNOWN_MEMBER_ID",
           set(unknown.values()) == {UNKNOWN_MEMBER_ID}, unknown)
 
+    def brook_groups(*args):
+        return base.run([base.BROOK, "groups", "--bootstrap-server", server.bootstrap, *args]).decode()
+    state = brook_groups("--describe", "--group", group, "--state")
+    check("brook groups --describe --state shows the consumer group",
+          "Stable" in state and "uniform" in state and state.split()[-1] == "2", state)
+    members_out = brook_groups("--describe", "--group", group, "--members")
+    check("brook groups --describe --members lists both members", a.id in members_out and b.id in members_out,
+          members_out)
+    offsets_out = brook_groups("--describe", "--group", group)
+    rows = [line.split() for line in offsets_out.splitlines() if line.startswith(group)]
+    owners = {int(r[2]): (r[3], r[6]) for r in rows}
+    check("brook groups --describe shows owners and committed offsets",
+          set(owners) == {0, 1, 2, 3} and all(owners[p] == (str(10 + p), a.id) for p in a.partitions())
+          and all(owners[p][1] == b.id for p in b.partitions()), offsets_out)
+
     # The group survives a broker restart: same members, epochs and
     # assignment; the members keep heartbeating where they were.
     conn.close()
