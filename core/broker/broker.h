@@ -216,6 +216,13 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   void handle_snapshot(raft::SnapshotId id, const std::vector<io::Buffer>& values) override;
 
   const group::GroupCoordinator& groups() const { return groups_; }
+  // Coordinator writes asked for, and the record batches they were
+  // appended in (several writes share a batch when they queue up).
+  struct CoordinatorWriteStats {
+    uint64_t writes = 0;
+    uint64_t batches = 0;
+  };
+  CoordinatorWriteStats coordinator_write_stats() const { return coordinator_write_stats_; }
 
  private:
   using PartitionKey = std::pair<std::string, int32_t>;
@@ -330,6 +337,28 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Mutex apply_mu_;
   // Woken after every append (long-polling fetches).
   io::WaitList appended_;
+  // Coordinator writes to one __consumer_offsets partition that arrive
+  // while an append is under way are appended together as the next batch
+  // (each still waits for the high watermark on its own).
+  struct CoordinatorWrite {
+    int32_t epoch = -1;
+    std::vector<group::CoordinatorRecord> records;
+    bool done = false;
+    net::Error error = net::Error::kNone;
+    int64_t first_offset = -1;
+    int64_t end_offset = -1;
+  };
+  struct CoordinatorAppender {
+    bool appending = false;
+    std::vector<std::shared_ptr<CoordinatorWrite>> queue;
+    std::vector<std::shared_ptr<CoordinatorWrite>> in_flight;
+    io::WaitList finished;
+  };
+  std::map<int32_t, std::shared_ptr<CoordinatorAppender>> coordinator_appenders_;
+  CoordinatorWriteStats coordinator_write_stats_;
+  // Appends the queue's writes, a batch per run of one leader epoch, until
+  // the queue is empty.
+  io::Task<void> append_coordinator_writes(int32_t partition, std::shared_ptr<CoordinatorAppender> appender);
 
   absl::Status failure_;
   io::Event failed_;

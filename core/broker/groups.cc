@@ -70,27 +70,27 @@ io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_
     co_return Written{Error::kNotCoordinator, -1};
   }
   if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Written{Error::kNotEnoughReplicas, -1};
-  const int64_t now_ms = io::to_ms(ctx_->clock().wall_now());
-  net::RecordBatchBuilder builder(net::RecordBatchOptions{});
-  for (group::CoordinatorRecord& r : records) {
-    net::NewRecord nr;
-    nr.timestamp_ms = now_ms;
-    nr.key = std::move(r.key);
-    nr.value = std::move(r.value);
-    builder.append(std::move(nr));
+  std::shared_ptr<CoordinatorAppender>& slot = coordinator_appenders_[partition];
+  if (slot == nullptr) slot = std::make_shared<CoordinatorAppender>();
+  const std::shared_ptr<CoordinatorAppender> appender = slot;
+  auto me = std::make_shared<CoordinatorWrite>();
+  me->epoch = epoch;
+  me->records = std::move(records);
+  appender->queue.push_back(me);
+  ++coordinator_write_stats_.writes;
+  // The first writer appends for everyone queued meanwhile; the others wait.
+  // A writer cancelled while appending leaves `appending` false, and a
+  // waiter takes over.
+  while (!me->done) {
+    if (!appender->appending) {
+      co_await append_coordinator_writes(partition, appender);
+    } else {
+      auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
+      co_await wait(&appender->finished);
+    }
   }
-  absl::StatusOr<io::Buffer> batch = builder.build();
-  if (!batch.ok()) co_return Written{Error::kUnknownServerError, -1};
-  absl::StatusOr<storage::AppendResult> appended =
-      co_await p->log->append_as_leader(std::move(*batch), epoch, storage::AppendOrigin::kCoordinator);
-  if (!appended.ok()) {
-    log_failed(appended.status());
-    co_return Written{Error::kNotCoordinator, -1};
-  }
-  if (!appended->ok()) co_return Written{appended->error, -1};
-  const int64_t end = appended->last_offset + 1;
-  maybe_advance_high_watermark(*p);
-  appended_.notify_all();
+  if (me->error != Error::kNone) co_return Written{me->error, -1};
+  const int64_t end = me->end_offset;
   // Committed once the ISR has it (acks=all).
   const io::Instant deadline = ctx_->clock().now() + config_.offsets_commit_timeout;
   while (true) {
@@ -106,7 +106,94 @@ io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_
   if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
     co_return Written{Error::kNotEnoughReplicasAfterAppend, -1};
   }
-  co_return Written{Error::kNone, appended->first_offset};
+  co_return Written{Error::kNone, me->first_offset};
+}
+
+io::Task<void> Broker::append_coordinator_writes(int32_t partition, std::shared_ptr<CoordinatorAppender> appender) {
+  appender->appending = true;
+  // Also when this task is cancelled mid-append: the batch's outcome is
+  // unknown, which its writers treat as failed.
+  struct Release {
+    CoordinatorAppender* a;
+    ~Release() {
+      for (const std::shared_ptr<CoordinatorWrite>& w : a->in_flight) {
+        w->error = Error::kNotCoordinator;
+        w->done = true;
+      }
+      a->in_flight.clear();
+      a->appending = false;
+      a->finished.notify_all();
+    }
+  } release{appender.get()};
+  // A batch: records of up to this many bytes (a single larger write goes
+  // alone).
+  constexpr size_t kBatchBytes = 1 << 20;
+  while (!appender->queue.empty()) {
+    std::vector<std::shared_ptr<CoordinatorWrite>>& batch = appender->in_flight;
+    batch.clear();
+    size_t bytes = 0;
+    const int32_t epoch = appender->queue.front()->epoch;
+    size_t taken = 0;
+    for (const std::shared_ptr<CoordinatorWrite>& w : appender->queue) {
+      size_t size = 0;
+      for (const group::CoordinatorRecord& r : w->records) size += r.key.size() + (r.value ? r.value->size() : 0);
+      if (w->epoch != epoch || (!batch.empty() && bytes + size > kBatchBytes)) break;
+      bytes += size;
+      batch.push_back(w);
+      ++taken;
+    }
+    appender->queue.erase(appender->queue.begin(), appender->queue.begin() + static_cast<ptrdiff_t>(taken));
+    auto finish = [&](Error error) {
+      for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
+        w->error = error;
+        w->done = true;
+      }
+      batch.clear();
+      appender->finished.notify_all();
+    };
+    std::shared_ptr<Partition> p = find(offsets_topic(), partition);
+    if (p == nullptr || p->leader != config_.node_id || p->leader_epoch != epoch) {
+      finish(Error::kNotCoordinator);
+      continue;
+    }
+    const int64_t now_ms = io::to_ms(ctx_->clock().wall_now());
+    net::RecordBatchBuilder builder(net::RecordBatchOptions{});
+    for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
+      for (group::CoordinatorRecord& r : w->records) {
+        net::NewRecord nr;
+        nr.timestamp_ms = now_ms;
+        nr.key = std::move(r.key);
+        nr.value = std::move(r.value);
+        builder.append(std::move(nr));
+      }
+    }
+    absl::StatusOr<io::Buffer> built = builder.build();
+    if (!built.ok()) {
+      finish(Error::kUnknownServerError);
+      continue;
+    }
+    ++coordinator_write_stats_.batches;
+    absl::StatusOr<storage::AppendResult> appended =
+        co_await p->log->append_as_leader(std::move(*built), epoch, storage::AppendOrigin::kCoordinator);
+    if (!appended.ok()) {
+      log_failed(appended.status());
+      finish(Error::kNotCoordinator);
+      continue;
+    }
+    if (!appended->ok()) {
+      finish(appended->error);
+      continue;
+    }
+    int64_t offset = appended->first_offset;
+    for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
+      w->first_offset = offset;
+      offset += static_cast<int64_t>(w->records.size());
+      w->end_offset = offset;
+    }
+    maybe_advance_high_watermark(*p);
+    appended_.notify_all();
+    finish(Error::kNone);
+  }
 }
 
 void Broker::sync_coordinator() {
