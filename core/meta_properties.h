@@ -87,9 +87,7 @@ std::string meta_properties_path(std::string_view dir);
 // unused low bits of the last one may be set (Kafka's much-copied example id
 // MkU3OEVBNTcwNTJENDM2Qk has them); the id is compared as text.
 bool is_valid_cluster_id(std::string_view text);
-// Kafka's Uuid.randomUuid: never zero, never the metadata topic's id (0, 1),
-// never starting with '-'.
-net::Uuid random_uuid(io::Random& random);
+using net::random_uuid;
 // A new cluster id: random_uuid() as text (`kafka-storage random-uuid`).
 std::string random_cluster_id(io::Random& random);
 // Kafka's DirectoryId.reserved: high 64 bits zero and low 64 bits, read as a

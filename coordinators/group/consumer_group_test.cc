@@ -83,8 +83,11 @@ struct ConsumerHarness : Harness {
     apply(c, out);
     return out;
   }
+  // A group that is gone (its last member expired and the empty group was
+  // cleaned up) is joined again too.
   static void apply(Consumer& c, const net::ConsumerGroupHeartbeatResponse& out) {
-    if (out.error_code == net::code(Error::kFencedMemberEpoch) || out.error_code == net::code(Error::kUnknownMemberId)) {
+    if (out.error_code == net::code(Error::kFencedMemberEpoch) || out.error_code == net::code(Error::kUnknownMemberId) ||
+        out.error_code == net::code(Error::kGroupIdNotFound)) {
       c.owned.clear();
       c.joined = false;
       c.epoch = 0;

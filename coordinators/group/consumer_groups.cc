@@ -163,6 +163,23 @@ int8_t member_state_byte(MemberState s) {
   return 127;
 }
 
+// A member's ConsumerGroupMemberMetadata record (Member: the coordinator's
+// ConsumerMember).
+template <typename Member>
+CoordinatorRecord member_metadata_record(const std::string& group_id, const Member& m) {
+  net::ConsumerGroupMemberMetadataValue md;
+  md.instance_id = m.instance_id;
+  md.rack_id = m.rack_id;
+  md.client_id = m.client_id;
+  md.client_host = m.client_host;
+  md.subscribed_topic_names = m.subscribed_topic_names;
+  md.subscribed_topic_regex = m.subscribed_topic_regex;
+  md.rebalance_timeout_ms = m.rebalance_timeout_ms;
+  md.server_assignor = m.server_assignor;
+  return CoordinatorRecord{member_key<net::ConsumerGroupMemberMetadataKey>(group_id, m.id, kMemberMetadataType),
+                           record_bytes(md, 0)};
+}
+
 }  // namespace
 
 struct GroupCoordinator::HeartbeatResult {
@@ -233,17 +250,7 @@ std::set<TopicId, TopicIdLess> GroupCoordinator::subscribed_ids(const ConsumerGr
 
 void GroupCoordinator::member_records(const std::string& group_id, const ConsumerGroup& cg, const ConsumerMember& m,
                                       std::vector<CoordinatorRecord>& out) {
-  net::ConsumerGroupMemberMetadataValue md;
-  md.instance_id = m.instance_id;
-  md.rack_id = m.rack_id;
-  md.client_id = m.client_id;
-  md.client_host = m.client_host;
-  md.subscribed_topic_names = m.subscribed_topic_names;
-  md.subscribed_topic_regex = m.subscribed_topic_regex;
-  md.rebalance_timeout_ms = m.rebalance_timeout_ms;
-  md.server_assignor = m.server_assignor;
-  out.push_back(CoordinatorRecord{
-      member_key<net::ConsumerGroupMemberMetadataKey>(group_id, m.id, kMemberMetadataType), record_bytes(md, 0)});
+  out.push_back(member_metadata_record(group_id, m));
   if (auto t = cg.target.find(m.id); t != cg.target.end()) {
     net::ConsumerGroupTargetAssignmentMemberValue tv;
     tv.topic_partitions = to_wire<net::ConsumerGroupTargetAssignmentMemberValue::TopicPartition>(t->second);
@@ -656,18 +663,7 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
   if (!existed || !updated.same_metadata(member)) {
     bump |= updated.subscribed_topic_names != member.subscribed_topic_names ||
             updated.subscribed_topic_regex != member.subscribed_topic_regex;
-    net::ConsumerGroupMemberMetadataValue md;
-    md.instance_id = updated.instance_id;
-    md.rack_id = updated.rack_id;
-    md.client_id = updated.client_id;
-    md.client_host = updated.client_host;
-    md.subscribed_topic_names = updated.subscribed_topic_names;
-    md.subscribed_topic_regex = updated.subscribed_topic_regex;
-    md.rebalance_timeout_ms = updated.rebalance_timeout_ms;
-    md.server_assignor = updated.server_assignor;
-    records.push_back(CoordinatorRecord{
-        member_key<net::ConsumerGroupMemberMetadataKey>(group_id, member_id, kMemberMetadataType),
-        record_bytes(md, 0)});
+    records.push_back(member_metadata_record(group_id, updated));
   }
   next.members[member_id] = updated;
 

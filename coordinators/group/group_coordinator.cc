@@ -401,16 +401,7 @@ std::string GroupCoordinator::new_member_id(const std::string& prefix) {
                      b >> 48, b & 0xffffffffffffULL);
 }
 
-std::string GroupCoordinator::new_uuid() {
-  net::Uuid id;
-  const uint64_t a = ctx_->random().next_u64();
-  const uint64_t b = ctx_->random().next_u64();
-  for (int i = 0; i < 8; ++i) {
-    id.bytes[i] = static_cast<uint8_t>(a >> (56 - 8 * i));
-    id.bytes[8 + i] = static_cast<uint8_t>(b >> (56 - 8 * i));
-  }
-  return id.to_string();
-}
+std::string GroupCoordinator::new_uuid() { return net::random_uuid(ctx_->random()).to_string(); }
 
 void GroupCoordinator::transition(Group& g, State to) {
   g.state = to;

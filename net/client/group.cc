@@ -513,14 +513,7 @@ io::Task<absl::Status> GroupMember::learn_topic_ids(const std::vector<net::Uuid>
 io::Task<absl::StatusOr<ConsumerHeartbeat>> GroupMember::consumer_heartbeat(const std::vector<TopicPartition>& owned) {
   if (member_id_.empty()) {
     // Version 1: the member names itself (a UUID in Kafka's text form).
-    net::Uuid id;
-    const uint64_t a = cluster_->context().random().next_u64();
-    const uint64_t b = cluster_->context().random().next_u64();
-    for (int i = 0; i < 8; ++i) {
-      id.bytes[i] = static_cast<uint8_t>(a >> (56 - 8 * i));
-      id.bytes[8 + i] = static_cast<uint8_t>(b >> (56 - 8 * i));
-    }
-    member_id_ = id.to_string();
+    member_id_ = net::random_uuid(cluster_->context().random()).to_string();
   }
   CO_RETURN_IF_ERROR(co_await learn_topic_ids({}));
   CO_ASSIGN_OR_RETURN(net::Peer * peer, co_await coordinator_peer());
@@ -551,7 +544,9 @@ io::Task<absl::StatusOr<ConsumerHeartbeat>> GroupMember::consumer_heartbeat(cons
     co_return r.status();
   }
   const int16_t code = r->error_code;
-  if (code == net::code(Error::kFencedMemberEpoch) || code == net::code(Error::kUnknownMemberId)) {
+  // GROUP_ID_NOT_FOUND: the group was emptied and cleaned up meanwhile.
+  if (code == net::code(Error::kFencedMemberEpoch) || code == net::code(Error::kUnknownMemberId) ||
+      (code == net::code(Error::kGroupIdNotFound) && generation_ > 0)) {
     generation_ = 0;
     co_return absl::AbortedError(fmt::format("ConsumerGroupHeartbeat: {}", error_text(code)));
   }

@@ -134,8 +134,9 @@ class GroupMember {
   // using the ones it no longer lists): the first one joins (member epoch
   // 0, with the subscription), later ones carry the member epoch. The
   // answer's epoch becomes the member's (commit() commits in it).
-  // FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID come back as Aborted: the
-  // member lost its partitions and joins again with the next heartbeat;
+  // FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, or GROUP_ID_NOT_FOUND after
+  // joining (the group was emptied and cleaned up) come back as Aborted:
+  // the member lost its partitions and joins again with the next heartbeat;
   // coordinator errors as Unavailable.
   io::Task<absl::StatusOr<ConsumerHeartbeat>> consumer_heartbeat(const std::vector<TopicPartition>& owned);
 

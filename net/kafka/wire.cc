@@ -5,6 +5,22 @@
 
 namespace brook::net {
 
+Uuid random_uuid(io::Random& random) {
+  while (true) {
+    Uuid id;
+    const uint64_t high = random.next_u64();
+    const uint64_t low = random.next_u64();
+    for (size_t i = 0; i < 8; ++i) {
+      id.bytes[i] = static_cast<uint8_t>(high >> (56 - 8 * i));
+      id.bytes[8 + i] = static_cast<uint8_t>(low >> (56 - 8 * i));
+    }
+    // The first character is the top 6 bits; '-' is 62.
+    const bool starts_with_dash = (id.bytes[0] >> 2) == 62;
+    const bool metadata_topic_id = high == 0 && low == 1;
+    if (!id.is_zero() && !metadata_topic_id && !starts_with_dash) return id;
+  }
+}
+
 std::string Uuid::to_string() const {
   static constexpr char kAlphabet[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "io/buffer.h"
+#include "io/random.h"
 #include "net/codec/varint.h"
 
 namespace brook::net {
@@ -39,6 +40,10 @@ struct Uuid {
   // Kafka's text form: URL-safe base64 without padding (22 characters).
   std::string to_string() const;
 };
+
+// Kafka's Uuid.randomUuid: never zero, never the metadata topic's id (0, 1),
+// never starting with '-' in its text form.
+Uuid random_uuid(io::Random& random);
 
 // A tagged field this code does not know, kept so it can be re-emitted.
 struct RawTag {
