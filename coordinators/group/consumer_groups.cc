@@ -479,8 +479,10 @@ bool GroupCoordinator::refresh_subscriptions(const std::string& group_id, Consum
   return true;
 }
 
+// `member_id` is a copy: callers pass the id held by the member entry this
+// erases.
 void GroupCoordinator::remove_consumer_member(const std::string& group_id, ConsumerGroup& next,
-                                              const std::string& member_id,
+                                              std::string member_id,
                                               std::vector<CoordinatorRecord>& records) const {
   records.push_back(CoordinatorRecord{
       member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, member_id, kCurrentAssignmentType),

@@ -611,7 +611,7 @@ void GroupCoordinator::complete_join(Group& g) {
   wake_timers();
 }
 
-void GroupCoordinator::remove_member(Group& g, const std::string& member_id, const std::string& reason) {
+void GroupCoordinator::remove_member(Group& g, std::string member_id, const std::string& reason) {
   auto it = g.members.find(member_id);
   if (it == g.members.end()) return;
   Member& m = it->second;
@@ -631,7 +631,7 @@ void GroupCoordinator::remove_member(Group& g, const std::string& member_id, con
   ctx_->log().info("group coordinator: member {} left group {}: {}", member_id, g.id, reason);
 }
 
-void GroupCoordinator::remove_member_and_update(Group& g, const std::string& member_id, const std::string& reason) {
+void GroupCoordinator::remove_member_and_update(Group& g, std::string member_id, const std::string& reason) {
   remove_member(g, member_id, reason);
   switch (g.state) {
     case State::kStable:

@@ -366,8 +366,8 @@ class GroupCoordinator {
   // deadline passed).
   void maybe_complete_join(Group& g, bool force);
   void complete_join(Group& g);
-  void remove_member(Group& g, const std::string& member_id, const std::string& reason);
-  void remove_member_and_update(Group& g, const std::string& member_id, const std::string& reason);
+  void remove_member(Group& g, std::string member_id, const std::string& reason);
+  void remove_member_and_update(Group& g, std::string member_id, const std::string& reason);
   void reset_and_propagate_assignment_error(Group& g, net::Error error);
   void propagate_assignment(Group& g, net::Error error);
   void schedule_heartbeat(Member& m);
@@ -419,7 +419,7 @@ class GroupCoordinator {
                                const std::string& client_id, const std::string& client_host,
                                HeartbeatResult& out);
   // Removes member `member_id` from `next` (left, or fenced), with records.
-  void remove_consumer_member(const std::string& group_id, ConsumerGroup& next, const std::string& member_id,
+  void remove_consumer_member(const std::string& group_id, ConsumerGroup& next, std::string member_id,
                               std::vector<CoordinatorRecord>& records) const;
   // Recomputes the subscribed topics' metadata; true when it changed.
   bool refresh_subscriptions(const std::string& group_id, ConsumerGroup& next,
