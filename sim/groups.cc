@@ -148,18 +148,36 @@ io::Task<void> ensure_topic(io::Context* ctx, Shared* s, client::Cluster* cluste
   s->topic_ready = true;
 }
 
+// A commit was acknowledged: its offsets are the least each partition's
+// committed offset may be from now on.
+void record_acked(Shared* s, const std::map<client::TopicPartition, int64_t>& committed) {
+  ++s->commits_acked;
+  for (const auto& [tp, off] : committed) {
+    int64_t& high = s->acked_commit[tp.partition];
+    high = std::max(high, off);
+  }
+}
+
+// One run of member `index`: counted, and its view fresh and marked up
+// until the run ends (a crash destroys it).
+struct MemberUp {
+  MemberUp(Shared* s, int index) : view(s->members[static_cast<size_t>(index)]) {
+    ++s->member_starts;
+    view = MemberView{};
+    view.up = true;
+  }
+  ~MemberUp() { view.up = false; }
+  MemberUp(const MemberUp&) = delete;
+  MemberUp& operator=(const MemberUp&) = delete;
+  MemberView& view;
+};
+
 // One group member: joins, checks where it starts against the commits
 // acknowledged so far, then "consumes" (advances its positions), commits
 // and heartbeats until the group rebalances, and joins again.
 io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
-  ++s->member_starts;
-  MemberView& view = s->members[static_cast<size_t>(index)];
-  view = MemberView{};
-  view.up = true;
-  struct Down {
-    MemberView* v;
-    ~Down() { v->up = false; }
-  } down{&view};
+  MemberUp up(s, index);
+  MemberView& view = up.view;
   client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
   co_await ensure_topic(ctx, s, &cluster);
   client::GroupMember member(cluster, group_options(s));
@@ -220,11 +238,7 @@ io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
         ctx->log().debug("groups-sim: member {} generation {} commit [{}]: {}", index, a.generation,
                          fmt::join(values, ","), c.ToString());
         if (c.ok()) {
-          ++s->commits_acked;
-          for (const auto& [tp, off] : committing) {
-            int64_t& high = s->acked_commit[tp.partition];
-            high = std::max(high, off);
-          }
+          record_acked(s, committing);
         } else {
           ++s->commits_failed;
         }
@@ -247,22 +261,8 @@ io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
     if (rebalancing && !positions.empty()) {
       // Like a consumer's revocation: commit what was consumed, then rejoin.
       absl::Status c = co_await member.commit(positions);
-      if (c.ok()) {
-        ++s->commits_acked;
-        for (const auto& [tp, off] : positions) {
-          int64_t& high = s->acked_commit[tp.partition];
-          high = std::max(high, off);
-        }
-      }
+      if (c.ok()) record_acked(s, positions);
     }
-  }
-}
-
-void record_acked(Shared* s, const std::map<client::TopicPartition, int64_t>& committed) {
-  ++s->commits_acked;
-  for (const auto& [tp, off] : committed) {
-    int64_t& high = s->acked_commit[tp.partition];
-    high = std::max(high, off);
   }
 }
 
@@ -272,14 +272,8 @@ void record_acked(Shared* s, const std::map<client::TopicPartition, int64_t>& co
 // fenced member (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID) drops everything
 // without committing and joins again.
 io::Task<void> consumer_member_main(io::Context* ctx, Shared* s, int index) {
-  ++s->member_starts;
-  MemberView& view = s->members[static_cast<size_t>(index)];
-  view = MemberView{};
-  view.up = true;
-  struct Down {
-    MemberView* v;
-    ~Down() { v->up = false; }
-  } down{&view};
+  MemberUp up(s, index);
+  MemberView& view = up.view;
   client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
   co_await ensure_topic(ctx, s, &cluster);
   client::GroupMember member(cluster, group_options(s));

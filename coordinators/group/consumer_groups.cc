@@ -340,6 +340,17 @@ absl::Status replay_record(const io::Buffer& key, const std::optional<io::Buffer
 
 }  // namespace
 
+void GroupCoordinator::become_consumer_group(Group& g) {
+  g.members.clear();
+  g.join_order.clear();
+  g.static_members.clear();
+  g.pending_members.clear();
+  g.protocol.reset();
+  g.leader.reset();
+  g.protocol_type = "consumer";
+  transition(g, State::kEmpty);
+}
+
 absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& key,
                                                const std::optional<io::Buffer>& value) {
   // The group (made a consumer protocol group) a record with a value
@@ -354,14 +365,7 @@ absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& k
       if (!value.has_value()) return nullptr;
       // A classic group that emptied and was taken over by the consumer
       // protocol.
-      g->members.clear();
-      g->join_order.clear();
-      g->static_members.clear();
-      g->pending_members.clear();
-      g->protocol.reset();
-      g->leader.reset();
-      g->protocol_type = "consumer";
-      g->state = State::kEmpty;
+      become_consumer_group(*g);
       g->consumer = std::make_shared<ConsumerGroup>();
     }
     return g->consumer.get();
@@ -860,16 +864,7 @@ io::Task<Error> GroupCoordinator::commit_consumer_state(std::string group_id, in
     co_return coordinator_write_error(w.error);
   }
   if (g == nullptr) g = &create(group_id);
-  if (g->consumer == nullptr) {
-    g->members.clear();
-    g->join_order.clear();
-    g->static_members.clear();
-    g->pending_members.clear();
-    g->protocol.reset();
-    g->leader.reset();
-    g->protocol_type = "consumer";
-    transition(*g, State::kEmpty);
-  }
+  if (g->consumer == nullptr) become_consumer_group(*g);
   g->consumer = std::move(next);
   co_return Error::kNone;
 }

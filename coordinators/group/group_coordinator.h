@@ -412,6 +412,9 @@ class GroupCoordinator {
   // What deletes an empty consumer group.
   static std::vector<CoordinatorRecord> consumer_group_tombstones(const std::string& group_id);
   absl::Status replay_consumer(int16_t type, const io::Buffer& key, const std::optional<io::Buffer>& value);
+  // An empty classic group taken over by the consumer protocol: the classic
+  // state is dropped (its offsets stay); the caller sets `consumer`.
+  void become_consumer_group(Group& g);
   // The heartbeat's state change on `next` (a copy of the group's state),
   // with the records that persist it.
   void consumer_heartbeat_step(const std::string& group_id, ConsumerGroup& next,
