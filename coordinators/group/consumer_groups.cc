@@ -198,12 +198,6 @@ bool GroupCoordinator::ConsumerMember::same_metadata(const ConsumerMember& o) co
          server_assignor == o.server_assignor;
 }
 
-io::Mutex& GroupCoordinator::partition_lock(int32_t partition) {
-  std::unique_ptr<io::Mutex>& m = partition_locks_[partition];
-  if (m == nullptr) m = std::make_unique<io::Mutex>();
-  return *m;
-}
-
 std::string GroupCoordinator::consumer_state(const ConsumerGroup& cg) const {
   if (cg.members.empty()) return "Empty";
   if (cg.group_epoch > cg.assignment_epoch) return "Assigning";
@@ -806,10 +800,10 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
 
   const std::string group_id = r.group_id;
   const int32_t partition = partition_for(group_id);
-  io::Mutex& mutex = partition_lock(partition);
+  io::Mutex& mutex = shards_.lock(partition);
   auto lock = co_await mutex.lock();
   if (Error e = check_coordinator(group_id); e != Error::kNone) co_return fail(e, "");
-  const int32_t epoch = shards_.at(partition).epoch;
+  const int32_t epoch = *shards_.epoch(partition);
   Group* g = find(group_id);
   std::shared_ptr<ConsumerGroup> next;
   if (g == nullptr) {
@@ -891,7 +885,7 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
     ~Done() { self->fencing_.erase(key); }
   } done{this, {group_id, member_id}};
   const int32_t partition = partition_for(group_id);
-  auto lock = co_await partition_lock(partition).lock();
+  auto lock = co_await shards_.lock(partition).lock();
   if (check_coordinator(group_id) != Error::kNone) co_return;
   Group* g = find(group_id);
   if (g == nullptr || g->consumer == nullptr) co_return;
@@ -907,7 +901,7 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
     records = consumer_group_records(group_id, *next);
     next->rewrite = false;
   }
-  const int32_t epoch = shards_.at(partition).epoch;
+  const int32_t epoch = *shards_.epoch(partition);
   const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(records));
   if (e != Error::kNone) {
     ctx_->log().warn("group coordinator: fencing member {} of consumer group {} failed: {}", member_id, group_id,

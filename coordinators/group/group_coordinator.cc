@@ -104,43 +104,8 @@ net::Error coordinator_write_error(net::Error e) { return write_error(e, Written
 
 // --- records and hashing ---------------------------------------------------------
 
-int32_t java_string_hash(std::string_view s) {
-  uint32_t h = 0;
-  auto unit = [&](uint32_t u) { h = h * 31 + u; };
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    uint32_t cp = 0xFFFD;
-    size_t len = 1;
-    if (b < 0x80) {
-      cp = b;
-    } else if ((b & 0xE0) == 0xC0 && i + 1 < s.size()) {
-      cp = ((b & 0x1Fu) << 6) | (static_cast<uint8_t>(s[i + 1]) & 0x3Fu);
-      len = 2;
-    } else if ((b & 0xF0) == 0xE0 && i + 2 < s.size()) {
-      cp = ((b & 0x0Fu) << 12) | ((static_cast<uint8_t>(s[i + 1]) & 0x3Fu) << 6) |
-           (static_cast<uint8_t>(s[i + 2]) & 0x3Fu);
-      len = 3;
-    } else if ((b & 0xF8) == 0xF0 && i + 3 < s.size()) {
-      cp = ((b & 0x07u) << 18) | ((static_cast<uint8_t>(s[i + 1]) & 0x3Fu) << 12) |
-           ((static_cast<uint8_t>(s[i + 2]) & 0x3Fu) << 6) | (static_cast<uint8_t>(s[i + 3]) & 0x3Fu);
-      len = 4;
-    }
-    i += len;
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      unit(0xD800 + (cp >> 10));
-      unit(0xDC00 + (cp & 0x3FF));
-    } else {
-      unit(cp);
-    }
-  }
-  return static_cast<int32_t>(h);
-}
-
 int32_t partition_for_group(std::string_view group_id, int32_t partitions) {
-  const int32_t h = java_string_hash(group_id) & 0x7fffffff;
-  return h % partitions;
+  return runtime::partition_for_key(group_id, partitions);
 }
 
 io::Buffer offset_commit_key(const std::string& group, const std::string& topic, int32_t partition) {
@@ -203,11 +168,11 @@ int64_t GroupCoordinator::now_ms() const { return io::to_ms(ctx_->clock().wall_n
 
 void GroupCoordinator::begin_load(int32_t partition, int32_t epoch) {
   unload(partition);
-  shards_[partition] = Shard{epoch, true};
+  shards_.begin_load(partition, epoch);
 }
 
 void GroupCoordinator::unload(int32_t partition) {
-  shards_.erase(partition);
+  shards_.unload(partition);
   for (auto it = groups_.begin(); it != groups_.end();) {
     Group& g = *it->second;
     if (g.partition != partition) {
@@ -224,20 +189,15 @@ void GroupCoordinator::unload(int32_t partition) {
 }
 
 std::optional<int32_t> GroupCoordinator::loaded_epoch(int32_t partition) const {
-  auto it = shards_.find(partition);
-  if (it == shards_.end()) return std::nullopt;
-  return it->second.epoch;
+  return shards_.epoch(partition);
 }
 
 std::vector<int32_t> GroupCoordinator::loaded_partitions() const {
-  std::vector<int32_t> out;
-  for (const auto& [p, shard] : shards_) out.push_back(p);
-  return out;
+  return shards_.partitions();
 }
 
 bool GroupCoordinator::loading(int32_t partition) const {
-  auto it = shards_.find(partition);
-  return it != shards_.end() && it->second.loading;
+  return shards_.loading(partition);
 }
 
 absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
@@ -311,9 +271,7 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
 }
 
 void GroupCoordinator::finish_load(int32_t partition, int32_t epoch) {
-  auto it = shards_.find(partition);
-  if (it == shards_.end() || it->second.epoch != epoch) return;
-  it->second.loading = false;
+  if (!shards_.finish_load(partition, epoch)) return;
   // Loaded members must heartbeat within their session timeout (and
   // revoke within their rebalance timeout).
   const io::Instant now = ctx_->clock().now();
@@ -335,10 +293,7 @@ void GroupCoordinator::finish_load(int32_t partition, int32_t epoch) {
 // --- helpers -------------------------------------------------------------------------
 
 net::Error GroupCoordinator::check_coordinator(const std::string& group_id) const {
-  auto it = shards_.find(partition_for(group_id));
-  if (it == shards_.end()) return Error::kNotCoordinator;
-  if (it->second.loading) return Error::kCoordinatorLoadInProgress;
-  return Error::kNone;
+  return shards_.check(partition_for(group_id));
 }
 
 net::Error GroupCoordinator::check_group(const std::string& group_id) const {
@@ -696,10 +651,10 @@ CoordinatorRecord GroupCoordinator::group_record(const Group& g) const {
 io::Task<void> GroupCoordinator::store_group_metadata(std::string group_id) {
   Group* g = find(group_id);
   if (g == nullptr) co_return;
-  auto shard = shards_.find(g->partition);
-  if (shard == shards_.end()) co_return;
   const int32_t partition = g->partition;
-  const int32_t epoch = shard->second.epoch;
+  const std::optional<int32_t> loaded = shards_.epoch(partition);
+  if (!loaded.has_value()) co_return;
+  const int32_t epoch = *loaded;
   std::vector<CoordinatorRecord> records;
   records.push_back(group_record(*g));
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
@@ -932,7 +887,7 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
     const std::string group_id = g->id;
     const int32_t generation = g->generation;
     const int32_t partition = g->partition;
-    const int32_t epoch = shards_.at(partition).epoch;
+    const int32_t epoch = *shards_.epoch(partition);
     std::vector<CoordinatorRecord> records;
     records.push_back(group_record(*g));
     const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
@@ -1101,7 +1056,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   }
   if (records.empty()) co_return out;
   const int32_t partition = g->partition;
-  const int32_t epoch = shards_.at(partition).epoch;
+  const int32_t epoch = *shards_.epoch(partition);
   const std::string group_id = g->id;
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   g = find(group_id);
@@ -1275,7 +1230,7 @@ io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::Offset
   const std::string group_id = g->id;
   const int32_t partition = g->partition;
   const CoordinatorLog::Written w =
-      co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
+      co_await log_->write(partition, *shards_.epoch(partition), std::move(records));
   if (w.error != Error::kNone) {
     out.error_code = code(write_error(w.error, Written::kOffsets));
     out.topics.clear();
@@ -1329,8 +1284,8 @@ net::DescribeGroupsResponse GroupCoordinator::describe_groups(const net::Describ
 
 net::ListGroupsResponse GroupCoordinator::list_groups(const net::ListGroupsRequest& r, int16_t version) {
   net::ListGroupsResponse out;
-  for (const auto& [partition, shard] : shards_) {
-    if (shard.loading) out.error_code = code(Error::kCoordinatorLoadInProgress);
+  for (int32_t partition : shards_.partitions()) {
+    if (shards_.loading(partition)) out.error_code = code(Error::kCoordinatorLoadInProgress);
   }
   for (const auto& [id, g] : groups_) {
     if (loading(g->partition)) continue;
@@ -1368,7 +1323,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
     }
     // (Serialized with the consumer protocol's changes of the partition.)
     const int32_t partition = partition_for(id);
-    auto lock = co_await partition_lock(partition).lock();
+    auto lock = co_await shards_.lock(partition).lock();
     if (Error e = check_group(id); e != Error::kNone) {
       res.error_code = code(e);
       continue;
@@ -1393,7 +1348,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
       records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
     }
     const CoordinatorLog::Written w =
-        co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
+        co_await log_->write(partition, *shards_.epoch(partition), std::move(records));
     if (w.error != Error::kNone) {
       res.error_code = code(write_error(w.error, Written::kGroup));
       continue;
@@ -1497,7 +1452,7 @@ io::Task<void> GroupCoordinator::expire_offsets() {
   for (const auto& [id, g] : groups_) ids.push_back(id);
   for (const std::string& id : ids) {
     const int32_t partition = partition_for(id);
-    auto lock = co_await partition_lock(partition).lock();
+    auto lock = co_await shards_.lock(partition).lock();
     Group* g = find(id);
     if (g == nullptr || loading(g->partition) || g->state != State::kEmpty) continue;
     const bool consumer = g->consumer != nullptr;
@@ -1525,7 +1480,7 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     }
     if (records.empty()) continue;
     const CoordinatorLog::Written w =
-        co_await log_->write(partition, shards_.at(partition).epoch, std::move(records));
+        co_await log_->write(partition, *shards_.epoch(partition), std::move(records));
     if (w.error != Error::kNone) continue;
     g = find(id);
     if (g == nullptr) continue;

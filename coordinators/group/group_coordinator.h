@@ -55,6 +55,9 @@
 #include "absl/status/status.h"
 #include "coordinators/group/assignors.h"
 #include "coordinators/group/reconciliation.h"
+#include "coordinators/runtime/loader.h"
+#include "coordinators/runtime/record_log.h"
+#include "coordinators/runtime/shards.h"
 #include "io/buffer.h"
 #include "io/context.h"
 #include "io/scope.h"
@@ -119,27 +122,13 @@ struct GroupCoordinatorConfig {
   std::vector<std::string> consumer_assignors{"uniform", "range"};
 };
 
-// One record of a coordinator partition; no value deletes the key.
-struct CoordinatorRecord {
-  io::Buffer key;
-  std::optional<io::Buffer> value;
-};
+using CoordinatorRecord = runtime::Record;
 
 // Where the coordinator's records go (the broker: its __consumer_offsets
-// partitions).
-class CoordinatorLog {
+// partitions; runtime::RecordLog::write), and what it reads of the
+// cluster's topics.
+class CoordinatorLog : public runtime::RecordLog {
  public:
-  struct Written {
-    net::Error error = net::Error::kNone;
-    int64_t base_offset = -1;  // the first record's offset when written
-  };
-  virtual ~CoordinatorLog() = default;
-  // Appends `records` as one batch to `partition` as its leader in
-  // `epoch`, and returns once they are committed. NOT_COORDINATOR when this
-  // broker no longer leads the partition in that epoch;
-  // COORDINATOR_NOT_AVAILABLE or REQUEST_TIMED_OUT when the write did not
-  // reach the ISR.
-  virtual io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<CoordinatorRecord> records) = 0;
   // Whether the topic partition exists (OffsetCommit refuses others).
   virtual bool partition_exists(const std::string& topic, int32_t partition) const = 0;
   // A topic as the cluster's metadata has it now (the consumer protocol
@@ -159,11 +148,8 @@ class CoordinatorLog {
 // mapping for group metadata writes).
 net::Error coordinator_write_error(net::Error e);
 
-// Java's String.hashCode over the UTF-16 code units of `s` (ASCII and
-// UTF-8 text as Java decodes it).
-int32_t java_string_hash(std::string_view s);
 // The __consumer_offsets partition of a group: Kafka's
-// Utils.abs(groupId.hashCode) % partitions.
+// Utils.abs(groupId.hashCode) % partitions (runtime::partition_for_key).
 int32_t partition_for_group(std::string_view group_id, int32_t partitions);
 
 // __consumer_offsets records in Kafka's formats.
@@ -172,10 +158,10 @@ io::Buffer offset_commit_value(int64_t offset, int32_t leader_epoch, const std::
                                int64_t commit_timestamp_ms);
 io::Buffer group_metadata_key(const std::string& group);
 
-class GroupCoordinator {
+class GroupCoordinator final : public runtime::Coordinator {
  public:
   GroupCoordinator(io::Context& ctx, CoordinatorLog& log, GroupCoordinatorConfig config = {});
-  ~GroupCoordinator();
+  ~GroupCoordinator() override;
   GroupCoordinator(const GroupCoordinator&) = delete;
   GroupCoordinator& operator=(const GroupCoordinator&) = delete;
 
@@ -188,24 +174,17 @@ class GroupCoordinator {
   // expiry. Runs until cancelled.
   io::Task<void> run();
 
-  // --- loading (see the file comment) ---
-  // This broker leads `partition` in `epoch`: its groups are dropped and
-  // requests for them wait for the load.
-  void begin_load(int32_t partition, int32_t epoch);
-  // One record of the partition, in offset order. A record that cannot be
-  // decoded is an error (the load should stop: the partition is damaged).
+  // --- loading (runtime::Coordinator; see the file comment) ---
+  // Beginning a load drops the partition's groups; a record that cannot be
+  // decoded fails the replay (the partition is damaged).
+  void begin_load(int32_t partition, int32_t epoch) override;
   absl::Status replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
-                      const std::optional<io::Buffer>& value);
-  // The load of `partition` in `epoch` is complete (ignored if a newer
-  // begin_load or an unload came meanwhile).
-  void finish_load(int32_t partition, int32_t epoch);
-  // This broker no longer leads `partition`.
-  void unload(int32_t partition);
-  // The epoch `partition` is served (or being loaded) in, if any.
-  std::optional<int32_t> loaded_epoch(int32_t partition) const;
-  bool loading(int32_t partition) const;
-  // The partitions served or being loaded.
-  std::vector<int32_t> loaded_partitions() const;
+                      const std::optional<io::Buffer>& value) override;
+  void finish_load(int32_t partition, int32_t epoch) override;
+  void unload(int32_t partition) override;
+  std::optional<int32_t> loaded_epoch(int32_t partition) const override;
+  bool loading(int32_t partition) const override;
+  std::vector<int32_t> loaded_partitions() const override;
 
   // --- the group APIs; requests decoded at `version` ---
   io::Task<net::JoinGroupResponse> join_group(net::JoinGroupRequest request, int16_t version,
@@ -332,11 +311,6 @@ class GroupCoordinator {
     // and state are then unused: `state` stays kEmpty).
     std::shared_ptr<ConsumerGroup> consumer;
   };
-  struct Shard {
-    int32_t epoch = -1;
-    bool loading = true;
-  };
-
   // The group's partition is served here: kNone; else NOT_COORDINATOR or
   // COORDINATOR_LOAD_IN_PROGRESS.
   net::Error check_coordinator(const std::string& group_id) const;
@@ -438,15 +412,13 @@ class GroupCoordinator {
   // Fences members whose session or revocation ran out (in the background).
   void expire_consumer_members(Group& g, io::Instant now);
   io::Task<void> fence_consumer_member(std::string group_id, std::string member_id, std::string reason);
-  io::Mutex& partition_lock(int32_t partition);
   std::string consumer_state(const ConsumerGroup& cg) const;
 
   io::Context* ctx_;
   CoordinatorLog* log_;
-  std::map<int32_t, std::unique_ptr<io::Mutex>> partition_locks_;
   std::set<std::pair<std::string, std::string>> fencing_;
   GroupCoordinatorConfig config_;
-  std::map<int32_t, Shard> shards_;
+  runtime::ShardTable shards_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
   io::WaitList timer_wake_;
   // Background writes (an emptied group's metadata); set while run() runs.

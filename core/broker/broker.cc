@@ -43,7 +43,12 @@ std::optional<int64_t> parse_long(std::string_view text) {
 }  // namespace
 
 Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
-    : ctx_(&ctx), raft_(&raft), config_(std::move(config)), groups_(ctx, *this, config_.group) {}
+    : ctx_(&ctx),
+      raft_(&raft),
+      config_(std::move(config)),
+      offsets_partitions_(*this, std::string(group::kOffsetsTopic)),
+      offsets_writer_(offsets_partitions_),
+      groups_(ctx, *this, config_.group) {}
 
 Broker::~Broker() = default;
 

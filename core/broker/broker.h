@@ -72,6 +72,8 @@
 #include "fmt/format.h"
 #include "net/kafka/errors.h"
 #include "coordinators/group/group_coordinator.h"
+#include "coordinators/runtime/batched_writer.h"
+#include "coordinators/runtime/loader.h"
 #include "core/broker/fetch_session.h"
 #include "core/metadata/image.h"
 #include "io/buffer.h"
@@ -218,11 +220,8 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   const group::GroupCoordinator& groups() const { return groups_; }
   // Coordinator writes asked for, and the record batches they were
   // appended in (several writes share a batch when they queue up).
-  struct CoordinatorWriteStats {
-    uint64_t writes = 0;
-    uint64_t batches = 0;
-  };
-  CoordinatorWriteStats coordinator_write_stats() const { return coordinator_write_stats_; }
+  using CoordinatorWriteStats = runtime::BatchedWriter::Stats;
+  CoordinatorWriteStats coordinator_write_stats() const { return offsets_writer_.stats(); }
 
  private:
   using PartitionKey = std::pair<std::string, int32_t>;
@@ -276,8 +275,27 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
 
   // --- the group coordinator (groups.cc) ---
   // group::CoordinatorLog: appends to a __consumer_offsets partition led
-  // here and waits for the ISR.
+  // here (batched with the writes queued meanwhile) and waits for the ISR.
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<group::CoordinatorRecord> records) override;
+  // The partitions of a coordinator's internal topic as the runtime sees
+  // them: appends as their leader, the wait for the high watermark, and
+  // reads for the loads.
+  class CoordinatorPartitions final : public runtime::BatchAppender, public runtime::PartitionReader {
+   public:
+    CoordinatorPartitions(Broker& broker, std::string topic) : broker_(&broker), topic_(std::move(topic)) {}
+    const std::string& topic() const { return topic_; }
+    net::Error check_leader(int32_t partition, int32_t epoch) override;
+    io::Task<Appended> append(int32_t partition, int32_t epoch, std::vector<runtime::Record> records) override;
+    io::Task<net::Error> wait_committed(int32_t partition, int32_t epoch, int64_t end_offset) override;
+    std::optional<std::pair<int64_t, int64_t>> bounds(int32_t partition) override;
+    io::Task<absl::StatusOr<Chunk>> read(int32_t partition, int64_t offset, size_t max_bytes) override;
+
+   private:
+    // The partition when this broker leads it in `epoch`.
+    std::shared_ptr<Partition> led(int32_t partition, int32_t epoch) const;
+    Broker* broker_;
+    std::string topic_;
+  };
   bool partition_exists(const std::string& topic, int32_t partition) const override;
   std::optional<Topic> topic(const std::string& name) const override;
   std::optional<Topic> topic(const net::Uuid& id) const override;
@@ -285,7 +303,6 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // After the image is applied: the coordinator loads the __consumer_offsets
   // partitions this broker now leads and unloads the others.
   void sync_coordinator();
-  io::Task<void> load_coordinator_partition(int32_t partition, int32_t epoch);
   // Creates __consumer_offsets when missing and waits (briefly) for its
   // leaders; false when it is not there (yet).
   io::Task<bool> ensure_offsets_topic();
@@ -337,28 +354,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Mutex apply_mu_;
   // Woken after every append (long-polling fetches).
   io::WaitList appended_;
-  // Coordinator writes to one __consumer_offsets partition that arrive
-  // while an append is under way are appended together as the next batch
-  // (each still waits for the high watermark on its own).
-  struct CoordinatorWrite {
-    int32_t epoch = -1;
-    std::vector<group::CoordinatorRecord> records;
-    bool done = false;
-    net::Error error = net::Error::kNone;
-    int64_t first_offset = -1;
-    int64_t end_offset = -1;
-  };
-  struct CoordinatorAppender {
-    bool appending = false;
-    std::vector<std::shared_ptr<CoordinatorWrite>> queue;
-    std::vector<std::shared_ptr<CoordinatorWrite>> in_flight;
-    io::WaitList finished;
-  };
-  std::map<int32_t, std::shared_ptr<CoordinatorAppender>> coordinator_appenders_;
-  CoordinatorWriteStats coordinator_write_stats_;
-  // Appends the queue's writes, a batch per run of one leader epoch, until
-  // the queue is empty.
-  io::Task<void> append_coordinator_writes(int32_t partition, std::shared_ptr<CoordinatorAppender> appender);
+  // __consumer_offsets, and the group coordinator's writes to it.
+  CoordinatorPartitions offsets_partitions_;
+  runtime::BatchedWriter offsets_writer_;
 
   absl::Status failure_;
   io::Event failed_;

@@ -22,11 +22,6 @@ using net::Error;
 
 constexpr int8_t kKeyTypeGroup = 0;
 constexpr int8_t kKeyTypeTransaction = 1;
-// The most bytes one read of a partition load takes.
-constexpr size_t kLoadReadBytes = size_t{1} << 20;
-// The largest decompressed batch a load accepts (the coordinator writes
-// uncompressed batches; others come from a damaged or foreign partition).
-constexpr size_t kLoadBatchBytesMax = size_t{64} << 20;
 
 const std::string& offsets_topic() {
   static const std::string name(group::kOffsetsTopic);
@@ -65,203 +60,101 @@ std::vector<std::string> Broker::topic_names() const {
 
 io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_t epoch,
                                                         std::vector<group::CoordinatorRecord> records) {
-  std::shared_ptr<Partition> p = find(offsets_topic(), partition);
-  if (p == nullptr || p->leader != config_.node_id || p->leader_epoch != epoch) {
-    co_return Written{Error::kNotCoordinator, -1};
-  }
-  if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Written{Error::kNotEnoughReplicas, -1};
-  std::shared_ptr<CoordinatorAppender>& slot = coordinator_appenders_[partition];
-  if (slot == nullptr) slot = std::make_shared<CoordinatorAppender>();
-  const std::shared_ptr<CoordinatorAppender> appender = slot;
-  auto me = std::make_shared<CoordinatorWrite>();
-  me->epoch = epoch;
-  me->records = std::move(records);
-  appender->queue.push_back(me);
-  ++coordinator_write_stats_.writes;
-  // The first writer appends for everyone queued meanwhile; the others wait.
-  // A writer cancelled while appending leaves `appending` false, and a
-  // waiter takes over.
-  while (!me->done) {
-    if (!appender->appending) {
-      co_await append_coordinator_writes(partition, appender);
-    } else {
-      auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-      co_await wait(&appender->finished);
-    }
-  }
-  if (me->error != Error::kNone) co_return Written{me->error, -1};
-  const int64_t end = me->end_offset;
-  // Committed once the ISR has it (acks=all).
-  const io::Instant deadline = ctx_->clock().now() + config_.offsets_commit_timeout;
-  while (true) {
-    std::shared_ptr<Partition> now = find(offsets_topic(), partition);
-    if (now != p || p->leader != config_.node_id || p->leader_epoch != epoch) {
-      co_return Written{Error::kNotCoordinator, -1};
-    }
-    if (p->log->high_watermark() >= end) break;
-    if (ctx_->clock().now() >= deadline) co_return Written{Error::kRequestTimedOut, -1};
-    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
-  }
-  if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
-    co_return Written{Error::kNotEnoughReplicasAfterAppend, -1};
-  }
-  co_return Written{Error::kNone, me->first_offset};
+  co_return co_await offsets_writer_.write(partition, epoch, std::move(records));
 }
 
-io::Task<void> Broker::append_coordinator_writes(int32_t partition, std::shared_ptr<CoordinatorAppender> appender) {
-  appender->appending = true;
-  // Also when this task is cancelled mid-append: the batch's outcome is
-  // unknown, which its writers treat as failed.
-  struct Release {
-    CoordinatorAppender* a;
-    ~Release() {
-      for (const std::shared_ptr<CoordinatorWrite>& w : a->in_flight) {
-        w->error = Error::kNotCoordinator;
-        w->done = true;
-      }
-      a->in_flight.clear();
-      a->appending = false;
-      a->finished.notify_all();
-    }
-  } release{appender.get()};
-  // A batch: records of up to this many bytes (a single larger write goes
-  // alone).
-  constexpr size_t kBatchBytes = 1 << 20;
-  while (!appender->queue.empty()) {
-    std::vector<std::shared_ptr<CoordinatorWrite>>& batch = appender->in_flight;
-    batch.clear();
-    size_t bytes = 0;
-    const int32_t epoch = appender->queue.front()->epoch;
-    size_t taken = 0;
-    for (const std::shared_ptr<CoordinatorWrite>& w : appender->queue) {
-      size_t size = 0;
-      for (const group::CoordinatorRecord& r : w->records) size += r.key.size() + (r.value ? r.value->size() : 0);
-      if (w->epoch != epoch || (!batch.empty() && bytes + size > kBatchBytes)) break;
-      bytes += size;
-      batch.push_back(w);
-      ++taken;
-    }
-    appender->queue.erase(appender->queue.begin(), appender->queue.begin() + static_cast<ptrdiff_t>(taken));
-    auto finish = [&](Error error) {
-      for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
-        w->error = error;
-        w->done = true;
-      }
-      batch.clear();
-      appender->finished.notify_all();
-    };
-    std::shared_ptr<Partition> p = find(offsets_topic(), partition);
-    if (p == nullptr || p->leader != config_.node_id || p->leader_epoch != epoch) {
-      finish(Error::kNotCoordinator);
-      continue;
-    }
-    const int64_t now_ms = io::to_ms(ctx_->clock().wall_now());
-    net::RecordBatchBuilder builder(net::RecordBatchOptions{});
-    for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
-      for (group::CoordinatorRecord& r : w->records) {
-        net::NewRecord nr;
-        nr.timestamp_ms = now_ms;
-        nr.key = std::move(r.key);
-        nr.value = std::move(r.value);
-        builder.append(std::move(nr));
-      }
-    }
-    absl::StatusOr<io::Buffer> built = builder.build();
-    if (!built.ok()) {
-      finish(Error::kUnknownServerError);
-      continue;
-    }
-    ++coordinator_write_stats_.batches;
-    absl::StatusOr<storage::AppendResult> appended =
-        co_await p->log->append_as_leader(std::move(*built), epoch, storage::AppendOrigin::kCoordinator);
-    if (!appended.ok()) {
-      log_failed(appended.status());
-      finish(Error::kNotCoordinator);
-      continue;
-    }
-    if (!appended->ok()) {
-      finish(appended->error);
-      continue;
-    }
-    int64_t offset = appended->first_offset;
-    for (const std::shared_ptr<CoordinatorWrite>& w : batch) {
-      w->first_offset = offset;
-      offset += static_cast<int64_t>(w->records.size());
-      w->end_offset = offset;
-    }
-    maybe_advance_high_watermark(*p);
-    appended_.notify_all();
-    finish(Error::kNone);
+std::shared_ptr<Partition> Broker::CoordinatorPartitions::led(int32_t partition, int32_t epoch) const {
+  std::shared_ptr<Partition> p = broker_->find(topic_, partition);
+  if (p == nullptr || p->leader != broker_->config_.node_id || p->leader_epoch != epoch) return nullptr;
+  return p;
+}
+
+net::Error Broker::CoordinatorPartitions::check_leader(int32_t partition, int32_t epoch) {
+  std::shared_ptr<Partition> p = led(partition, epoch);
+  if (p == nullptr) return Error::kNotCoordinator;
+  if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) return Error::kNotEnoughReplicas;
+  return Error::kNone;
+}
+
+io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append(
+    int32_t partition, int32_t epoch, std::vector<runtime::Record> records) {
+  std::shared_ptr<Partition> p = led(partition, epoch);
+  if (p == nullptr) co_return Appended{Error::kNotCoordinator, -1};
+  const int64_t now_ms = io::to_ms(broker_->ctx_->clock().wall_now());
+  net::RecordBatchBuilder builder(net::RecordBatchOptions{});
+  for (runtime::Record& r : records) {
+    net::NewRecord nr;
+    nr.timestamp_ms = now_ms;
+    nr.key = std::move(r.key);
+    nr.value = std::move(r.value);
+    builder.append(std::move(nr));
   }
+  absl::StatusOr<io::Buffer> built = builder.build();
+  if (!built.ok()) co_return Appended{Error::kUnknownServerError, -1};
+  absl::StatusOr<storage::AppendResult> appended =
+      co_await p->log->append_as_leader(std::move(*built), epoch, storage::AppendOrigin::kCoordinator);
+  if (!appended.ok()) {
+    broker_->log_failed(appended.status());
+    co_return Appended{Error::kNotCoordinator, -1};
+  }
+  if (!appended->ok()) co_return Appended{appended->error, -1};
+  broker_->maybe_advance_high_watermark(*p);
+  broker_->appended_.notify_all();
+  co_return Appended{Error::kNone, appended->first_offset};
+}
+
+io::Task<net::Error> Broker::CoordinatorPartitions::wait_committed(int32_t partition, int32_t epoch,
+                                                                   int64_t end_offset) {
+  std::shared_ptr<Partition> p = led(partition, epoch);
+  // Committed once the ISR has it (acks=all).
+  const io::Instant deadline = broker_->ctx_->clock().now() + broker_->config_.offsets_commit_timeout;
+  while (true) {
+    if (p == nullptr || led(partition, epoch) != p) co_return Error::kNotCoordinator;
+    if (p->log->high_watermark() >= end_offset) break;
+    if (broker_->ctx_->clock().now() >= deadline) co_return Error::kRequestTimedOut;
+    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
+    (void)co_await io::with_deadline(broker_->ctx_->clock(), deadline, wait(&broker_->appended_));
+  }
+  if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Error::kNotEnoughReplicasAfterAppend;
+  co_return Error::kNone;
+}
+
+std::optional<std::pair<int64_t, int64_t>> Broker::CoordinatorPartitions::bounds(int32_t partition) {
+  std::shared_ptr<Partition> p = broker_->find(topic_, partition);
+  if (p == nullptr) return std::nullopt;
+  return std::pair<int64_t, int64_t>{p->log->log_start_offset(), p->log->log_end_offset()};
+}
+
+io::Task<absl::StatusOr<runtime::PartitionReader::Chunk>> Broker::CoordinatorPartitions::read(int32_t partition,
+                                                                                              int64_t offset,
+                                                                                              size_t max_bytes) {
+  std::shared_ptr<Partition> p = broker_->find(topic_, partition);
+  if (p == nullptr) co_return absl::NotFoundError(fmt::format("{}-{} is not on this broker", topic_, partition));
+  absl::StatusOr<storage::ReadResult> read =
+      co_await p->log->read(offset, max_bytes, storage::ReadBound::kLogEnd, true);
+  if (!read.ok()) co_return read.status();
+  Chunk out;
+  out.out_of_range = read->error == Error::kOffsetOutOfRange;
+  out.records = std::move(read->records);
+  co_return out;
 }
 
 void Broker::sync_coordinator() {
-  std::set<int32_t> led;
+  std::map<int32_t, int32_t> led;
   for (const auto& [key, p] : partitions_) {
-    if (key.first != offsets_topic() || !p->is_leader(config_.node_id)) continue;
-    led.insert(key.second);
-    if (groups_.loaded_epoch(key.second) == p->leader_epoch) continue;
-    groups_.begin_load(key.second, p->leader_epoch);
-    if (background_ != nullptr) background_->spawn(load_coordinator_partition(key.second, p->leader_epoch));
+    if (key.first == offsets_topic() && p->is_leader(config_.node_id)) led[key.second] = p->leader_epoch;
   }
-  std::vector<int32_t> unloading;
-  for (int32_t partition : groups_.loaded_partitions()) {
-    if (!led.contains(partition)) unloading.push_back(partition);
-  }
-  if (unloading.empty()) return;
-  ctx_->log().info("group coordinator: unloading {} partitions of {} ({})", unloading.size(), offsets_topic(),
-                   fmt::join(unloading, ","));
-  for (int32_t partition : unloading) groups_.unload(partition);
-}
-
-io::Task<void> Broker::load_coordinator_partition(int32_t partition, int32_t epoch) {
-  std::shared_ptr<Partition> p = find(offsets_topic(), partition);
-  if (p == nullptr) co_return;
-  int64_t offset = p->log->log_start_offset();
-  const int64_t end = p->log->log_end_offset();
-  size_t records = 0;
-  auto superseded = [&] { return groups_.loaded_epoch(partition) != epoch || !groups_.loading(partition); };
-  auto give_up = [&](const std::string& why) {
-    ctx_->log().error("group coordinator: loading {}-{} failed: {}", offsets_topic(), partition, why);
-    if (!superseded()) groups_.unload(partition);
-  };
-  while (offset < end) {
-    if (superseded()) co_return;
-    absl::StatusOr<storage::ReadResult> read =
-        co_await p->log->read(offset, kLoadReadBytes, storage::ReadBound::kLogEnd, true);
-    if (!read.ok()) co_return give_up(read.status().ToString());
-    if (read->error == Error::kOffsetOutOfRange) {
-      // Retention or DeleteRecords moved the start meanwhile.
-      if (offset < p->log->log_start_offset()) {
-        offset = p->log->log_start_offset();
-        continue;
-      }
-      co_return give_up(fmt::format("offset {} is out of range", offset));
-    }
-    if (read->records.empty()) break;
-    if (superseded()) co_return;
-    net::BatchIterator it(read->records);
-    while (true) {
-      absl::StatusOr<std::optional<net::BatchView>> next = it.next();
-      if (!next.ok()) co_return give_up(next.status().ToString());
-      if (!next->has_value()) break;
-      const net::RecordBatchHeader& h = (*next)->header;
-      offset = h.base_offset + h.last_offset_delta + 1;
-      if (h.is_control()) continue;
-      absl::StatusOr<std::vector<net::Record>> decoded = net::decode_records((*next)->bytes, kLoadBatchBytesMax);
-      if (!decoded.ok()) co_return give_up(decoded.status().ToString());
-      for (const net::Record& r : *decoded) {
-        absl::Status s = groups_.replay(partition, net::record_offset(h, r), r.key, r.value);
-        if (!s.ok()) co_return give_up(s.ToString());
-        ++records;
-      }
+  const runtime::LeadershipChange change = runtime::sync_leadership(groups_, led);
+  if (background_ != nullptr) {
+    for (int32_t partition : change.loads) {
+      background_->spawn(runtime::load_partition(groups_, offsets_partitions_, ctx_->log(), offsets_topic(), partition,
+                                                 led.at(partition)));
     }
   }
-  if (superseded()) co_return;
-  groups_.finish_load(partition, epoch);
-  ctx_->log().info("group coordinator: {}-{} loaded {} records up to offset {}", offsets_topic(), partition, records,
-                   offset);
+  if (!change.unloaded.empty()) {
+    ctx_->log().info("group coordinator: unloaded {} partitions of {} ({})", change.unloaded.size(), offsets_topic(),
+                     fmt::join(change.unloaded, ","));
+  }
 }
 
 io::Task<bool> Broker::ensure_offsets_topic() {

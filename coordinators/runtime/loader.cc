@@ -1,0 +1,74 @@
+// coordinators/runtime/loader.cc
+#include "coordinators/runtime/loader.h"
+
+#include <fmt/format.h>
+
+#include "net/kafka/record_batch.h"
+
+namespace brook::runtime {
+
+LeadershipChange sync_leadership(Coordinator& coordinator, const std::map<int32_t, int32_t>& led) {
+  LeadershipChange out;
+  for (const auto& [partition, epoch] : led) {
+    if (coordinator.loaded_epoch(partition) == epoch) continue;
+    coordinator.begin_load(partition, epoch);
+    out.loads.push_back(partition);
+  }
+  for (int32_t partition : coordinator.loaded_partitions()) {
+    if (!led.contains(partition)) out.unloaded.push_back(partition);
+  }
+  for (int32_t partition : out.unloaded) coordinator.unload(partition);
+  return out;
+}
+
+io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, io::Logger& log, std::string topic,
+                              int32_t partition, int32_t epoch, LoadOptions options) {
+  auto superseded = [&] { return coordinator.loaded_epoch(partition) != epoch || !coordinator.loading(partition); };
+  auto give_up = [&](const std::string& why) {
+    log.error("coordinator: loading {}-{} failed: {}", topic, partition, why);
+    if (!superseded()) coordinator.unload(partition);
+  };
+  std::optional<std::pair<int64_t, int64_t>> bounds = reader.bounds(partition);
+  if (!bounds.has_value()) co_return give_up("the partition is not on this broker");
+  int64_t offset = bounds->first;
+  const int64_t end = bounds->second;
+  size_t records = 0;
+  while (offset < end) {
+    if (superseded()) co_return;
+    absl::StatusOr<PartitionReader::Chunk> read = co_await reader.read(partition, offset, options.read_bytes);
+    if (!read.ok()) co_return give_up(read.status().ToString());
+    if (read->out_of_range) {
+      // Retention or DeleteRecords moved the start meanwhile.
+      std::optional<std::pair<int64_t, int64_t>> now = reader.bounds(partition);
+      if (now.has_value() && offset < now->first) {
+        offset = now->first;
+        continue;
+      }
+      co_return give_up(fmt::format("offset {} is out of range", offset));
+    }
+    if (read->records.empty()) break;
+    if (superseded()) co_return;
+    net::BatchIterator it(std::move(read->records));
+    while (true) {
+      absl::StatusOr<std::optional<net::BatchView>> next = it.next();
+      if (!next.ok()) co_return give_up(next.status().ToString());
+      if (!next->has_value()) break;
+      const net::RecordBatchHeader& h = (*next)->header;
+      offset = h.base_offset + h.last_offset_delta + 1;
+      if (h.is_control()) continue;
+      absl::StatusOr<std::vector<net::Record>> decoded = net::decode_records((*next)->bytes, options.max_batch_bytes);
+      if (!decoded.ok()) co_return give_up(decoded.status().ToString());
+      for (const net::Record& r : *decoded) {
+        absl::Status s = coordinator.replay(partition, net::record_offset(h, r), r.key, r.value);
+        if (!s.ok()) co_return give_up(s.ToString());
+        ++records;
+      }
+    }
+  }
+  if (superseded()) co_return;
+  coordinator.finish_load(partition, epoch);
+  log.info("coordinator: {}-{} loaded {} records up to offset {} in epoch {}", topic, partition, records, offset,
+           epoch);
+}
+
+}  // namespace brook::runtime

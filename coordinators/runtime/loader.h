@@ -1,0 +1,88 @@
+// coordinators/runtime/loader.h
+//
+// Loading and unloading coordinator shards as leadership of the internal
+// topic's partitions moves: the broker reports the partitions it leads
+// (with their leader epochs) after every metadata change; sync_leadership()
+// begins the loads of the newly led ones and unloads the rest, and
+// load_partition() replays a partition's records, from its log start to
+// its end, into the coordinator.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/buffer.h"
+#include "io/log.h"
+#include "io/task.h"
+
+namespace brook::runtime {
+
+// What the runtime drives: a coordinator whose state is sharded by the
+// partitions of its internal topic.
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+  // This broker leads `partition` in `epoch`: the shard's state is dropped
+  // and requests for it wait for the load.
+  virtual void begin_load(int32_t partition, int32_t epoch) = 0;
+  // One record of the partition, in offset order. An error stops the load
+  // (the partition cannot be served: it is damaged).
+  virtual absl::Status replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
+                              const std::optional<io::Buffer>& value) = 0;
+  // The load of `partition` in `epoch` is complete (ignored if a newer
+  // begin_load or an unload came meanwhile).
+  virtual void finish_load(int32_t partition, int32_t epoch) = 0;
+  // This broker no longer leads `partition`.
+  virtual void unload(int32_t partition) = 0;
+  // The epoch `partition` is served (or being loaded) in, if any.
+  virtual std::optional<int32_t> loaded_epoch(int32_t partition) const = 0;
+  virtual bool loading(int32_t partition) const = 0;
+  // The partitions served or being loaded.
+  virtual std::vector<int32_t> loaded_partitions() const = 0;
+};
+
+// A partition's records as the broker's log has them.
+class PartitionReader {
+ public:
+  struct Chunk {
+    // The requested offset is below the log start (retention moved it).
+    bool out_of_range = false;
+    // Whole record batches starting with the one holding the offset.
+    io::Buffer records;
+  };
+  virtual ~PartitionReader() = default;
+  // [log start, log end) of `partition`, or nullopt when it is not here.
+  virtual std::optional<std::pair<int64_t, int64_t>> bounds(int32_t partition) = 0;
+  virtual io::Task<absl::StatusOr<Chunk>> read(int32_t partition, int64_t offset, size_t max_bytes) = 0;
+};
+
+struct LeadershipChange {
+  std::vector<int32_t> loads;     // begun: the caller runs load_partition for each
+  std::vector<int32_t> unloaded;  // no longer led
+};
+
+// Brings the coordinator's shards in line with `led` (partition -> leader
+// epoch of the partitions this broker leads now).
+LeadershipChange sync_leadership(Coordinator& coordinator, const std::map<int32_t, int32_t>& led);
+
+struct LoadOptions {
+  // The most bytes one read takes.
+  size_t read_bytes = size_t{1} << 20;
+  // The largest decompressed batch accepted (coordinators write
+  // uncompressed batches; larger ones come from a damaged or foreign log).
+  size_t max_batch_bytes = size_t{64} << 20;
+};
+
+// Replays `partition` (of `topic`, for the log lines) into the coordinator
+// and finishes its load in `epoch`; stops quietly when the load is
+// superseded (a newer epoch, an unload), and unloads the shard when the
+// partition cannot be read or decoded. Control batches are skipped.
+io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, io::Logger& log, std::string topic,
+                              int32_t partition, int32_t epoch, LoadOptions options = {});
+
+}  // namespace brook::runtime
