@@ -38,7 +38,8 @@
 //   group.max.session.timeout.ms, group.max.size,
 //   group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
 //   group.consumer.max.size, group.consumer.assignors (uniform, range, or
-//   Kafka's class names for them)
+//   Kafka's class names for them), group.consumer.migration.policy
+//   (bidirectional, upgrade, downgrade, disabled)
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -372,6 +373,14 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       }
     }
     if (g.consumer_assignors.empty()) return absl::InvalidArgumentError("group.consumer.assignors is empty");
+  }
+  if (std::optional<std::string> policy = get("group.consumer.migration.policy")) {
+    std::optional<group::GroupCoordinatorConfig::MigrationPolicy> p = group::parse_migration_policy(*policy);
+    if (!p.has_value()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "group.consumer.migration.policy: '{}' is not one of bidirectional, upgrade, downgrade, disabled", *policy));
+    }
+    g.consumer_migration_policy = *p;
   }
   RETURN_IF_ERROR(get_ms("offsets.retention.check.interval.ms", 1, &g.offsets_retention_check_interval));
   ASSIGN_OR_RETURN(std::optional<int64_t> retention_minutes, get_int("offsets.retention.minutes"));

@@ -477,8 +477,13 @@ TEST(ConsumerGroup, SharesTheGroupIdSpaceWithClassicGroups) {
   Consumer a;
   a.id = "a";
   h.beat(a);
-  // Classic APIs see a consumer group.
-  EXPECT_EQ(h.await(h.join("cg", "")).error_code, net::code(Error::kInconsistentGroupProtocol));
+  // Classic members may join it (through MEMBER_ID_REQUIRED), with the
+  // consumer protocol type only.
+  EXPECT_EQ(h.await(h.join("cg", "")).error_code, net::code(Error::kMemberIdRequired));
+  net::JoinGroupRequest other = h.join_request("cg", "");
+  other.protocol_type = "connect";
+  EXPECT_EQ(h.call(h.coordinator->join_group(other, kJoinVersion, "c", "/h")).error_code,
+            net::code(Error::kInconsistentGroupProtocol));
   net::DescribeGroupsRequest dr;
   dr.groups = {"cg"};
   EXPECT_EQ(h.coordinator->describe_groups(dr, 5).groups.at(0).group_state, "Dead");
@@ -495,7 +500,8 @@ TEST(ConsumerGroup, SharesTheGroupIdSpaceWithClassicGroups) {
   del.groups_names = {"cg"};
   EXPECT_EQ(h.call(h.coordinator->delete_groups(del, 2)).results.at(0).error_code,
             net::code(Error::kNonEmptyGroup));
-  // A classic group with members is not a consumer group.
+  // A classic group whose members do not embed Kafka's consumer protocol
+  // (this one's subscriptions are "sub") cannot be upgraded.
   h.form_group("classic");
   Consumer x;
   x.id = "x";

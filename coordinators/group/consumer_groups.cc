@@ -176,26 +176,32 @@ CoordinatorRecord member_metadata_record(const std::string& group_id, const Memb
   md.subscribed_topic_regex = m.subscribed_topic_regex;
   md.rebalance_timeout_ms = m.rebalance_timeout_ms;
   md.server_assignor = m.server_assignor;
+  if (m.classic.has_value()) {
+    auto& c = md.classic_member_metadata.emplace();
+    c.session_timeout_ms = m.classic->session_timeout_ms;
+    for (const auto& [name, metadata] : m.classic->protocols) {
+      auto& p = c.supported_protocols.emplace_back();
+      p.name = name;
+      p.metadata = metadata;
+    }
+  }
   return CoordinatorRecord{member_key<net::ConsumerGroupMemberMetadataKey>(group_id, m.id, kMemberMetadataType),
                            record_bytes(md, 0)};
 }
 
 }  // namespace
 
-struct GroupCoordinator::HeartbeatResult {
-  Error error = Error::kNone;
-  std::string message;
-  std::vector<CoordinatorRecord> records;
-  std::string member_id;
-  int32_t member_epoch = 0;
-  bool send_assignment = false;
-};
-
 bool GroupCoordinator::ConsumerMember::same_metadata(const ConsumerMember& o) const {
   return instance_id == o.instance_id && rack_id == o.rack_id && client_id == o.client_id &&
          client_host == o.client_host && subscribed_topic_names == o.subscribed_topic_names &&
          subscribed_topic_regex == o.subscribed_topic_regex && rebalance_timeout_ms == o.rebalance_timeout_ms &&
-         server_assignor == o.server_assignor;
+         server_assignor == o.server_assignor && classic == o.classic;
+}
+
+bool GroupCoordinator::ClassicMetadata::operator==(const ClassicMetadata& o) const {
+  return session_timeout_ms == o.session_timeout_ms &&
+         std::equal(protocols.begin(), protocols.end(), o.protocols.begin(), o.protocols.end(),
+                    [](const auto& a, const auto& b) { return a.first == b.first && a.second.view() == b.second.view(); });
 }
 
 std::string GroupCoordinator::consumer_state(const ConsumerGroup& cg) const {
@@ -335,6 +341,11 @@ absl::Status replay_record(const io::Buffer& key, const std::optional<io::Buffer
 }  // namespace
 
 void GroupCoordinator::become_consumer_group(Group& g) {
+  // Classic members waiting in a join or sync rejoin the consumer group.
+  for (auto& [id, m] : g.members) {
+    answer_join(g, m, Error::kRebalanceInProgress);
+    answer_sync(m, Error::kRebalanceInProgress);
+  }
   g.members.clear();
   g.join_order.clear();
   g.static_members.clear();
@@ -369,7 +380,17 @@ absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& k
       return replay_record<net::ConsumerGroupMetadataKey, net::ConsumerGroupMetadataValue>(
           key, value, [&](const auto& k, const auto* v) {
             if (v == nullptr) {
-              if (Group* g = find(k.group_id); g != nullptr && g->consumer != nullptr) groups_.erase(k.group_id);
+              // The consumer group is gone; its committed offsets (deleted
+              // by their own tombstones) stay, as does a classic group that
+              // took the id over (a downgrade).
+              if (Group* g = find(k.group_id); g != nullptr && g->consumer != nullptr) {
+                if (g->offsets.empty()) {
+                  groups_.erase(k.group_id);
+                } else {
+                  g->consumer.reset();
+                  g->protocol_type.reset();
+                }
+              }
             } else {
               group_for(k.group_id)->group_epoch = v->epoch;
             }
@@ -403,6 +424,14 @@ absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& k
             m.subscribed_topic_regex = v->subscribed_topic_regex;
             m.rebalance_timeout_ms = v->rebalance_timeout_ms;
             m.server_assignor = v->server_assignor;
+            m.classic.reset();
+            if (v->classic_member_metadata.has_value()) {
+              ClassicMetadata& c = m.classic.emplace();
+              c.session_timeout_ms = v->classic_member_metadata->session_timeout_ms;
+              for (const auto& p : v->classic_member_metadata->supported_protocols) {
+                c.protocols.emplace_back(p.name, p.metadata);
+              }
+            }
           });
     case kTargetEpochType:
       return replay_record<net::ConsumerGroupTargetAssignmentMetadataKey,
@@ -499,7 +528,7 @@ void GroupCoordinator::remove_consumer_member(const std::string& group_id, Consu
 void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, ConsumerGroup& next,
                                                const net::ConsumerGroupHeartbeatRequest& r, int16_t version,
                                                const std::string& client_id, const std::string& client_host,
-                                               HeartbeatResult& out) {
+                                               HeartbeatResult& out, const ClassicMetadata* classic) {
   (void)version;
   const io::Instant now = ctx_->clock().now();
   std::vector<CoordinatorRecord>& records = out.records;
@@ -597,7 +626,10 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
         member = *old;
         existed = true;
       } else if (old != nullptr) {
-        if (old->current.member_epoch != kStaticLeaveEpoch) {
+        // (A classic member taking over an instance id replaces the old
+        // member whatever it does, as the classic protocol's static members
+        // do.)
+        if (old->current.member_epoch != kStaticLeaveEpoch && classic == nullptr) {
           return fail(Error::kUnreleasedInstanceId,
                       fmt::format("Static member {} with instance id {} cannot join the group because the instance "
                                   "id is owned by member {}.",
@@ -659,6 +691,11 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
   }
   updated.client_id = client_id;
   updated.client_host = client_host;
+  if (classic != nullptr) {
+    updated.classic = *classic;
+  } else {
+    updated.classic.reset();
+  }
   bool bump = !existed;
   if (!existed || !updated.same_metadata(member)) {
     bump |= updated.subscribed_topic_names != member.subscribed_topic_names ||
@@ -728,7 +765,9 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
       if (reconciled.member_epoch != cur.current.member_epoch) cur.previous_member_epoch = cur.current.member_epoch;
       cur.current = reconciled;
       records.push_back(current_assignment_record(group_id, cur));
-      if (cur.current.state == MemberState::kUnrevokedPartitions) {
+      // (A classic member revokes by rejoining: its join and sync timers
+      // bound it instead.)
+      if (cur.current.state == MemberState::kUnrevokedPartitions && !cur.classic.has_value()) {
         cur.revocation_deadline = now + std::chrono::milliseconds(std::max(cur.rebalance_timeout_ms, 0));
       } else {
         cur.revocation_deadline.reset();
@@ -737,7 +776,9 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
   } else if (!existed || joining) {
     records.push_back(current_assignment_record(group_id, cur));
   }
-  cur.session_deadline = now + config_.consumer_session_timeout;
+  cur.session_deadline =
+      now + (cur.classic.has_value() ? io::Duration(std::chrono::milliseconds(cur.classic->session_timeout_ms))
+                                     : config_.consumer_session_timeout);
 
   out.member_id = member_id;
   out.member_epoch = cur.current.member_epoch;
@@ -806,32 +847,68 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
   const int32_t epoch = *shards_.epoch(partition);
   Group* g = find(group_id);
   std::shared_ptr<ConsumerGroup> next;
+  // The records that convert a classic group with members (online upgrade).
+  std::vector<CoordinatorRecord> conversion;
   if (g == nullptr) {
     if (r.member_epoch != 0) co_return fail(Error::kGroupIdNotFound, fmt::format("Consumer group {} not found.", group_id));
     next = std::make_shared<ConsumerGroup>();
   } else if (g->consumer == nullptr) {
     // An empty classic group is taken over (its offsets stay); one with
-    // members is not a consumer group.
-    if (r.member_epoch != 0 || !g->members.empty() || g->state != State::kEmpty) {
+    // members is converted when the migration policy allows it.
+    if (r.member_epoch != 0) {
       co_return fail(Error::kGroupIdNotFound, fmt::format("Group {} is not a consumer group.", group_id));
     }
-    next = std::make_shared<ConsumerGroup>();
+    if (g->members.empty() && g->state == State::kEmpty) {
+      next = std::make_shared<ConsumerGroup>();
+    } else {
+      if (!upgrade_allowed(*g)) {
+        co_return fail(Error::kGroupIdNotFound, fmt::format("Group {} is not a consumer group.", group_id));
+      }
+      std::optional<ConsumerGroup> converted = consumer_group_from_classic(*g, conversion);
+      if (!converted.has_value()) {
+        co_return fail(Error::kGroupIdNotFound,
+                       fmt::format("Cannot upgrade the classic group {} to consumer group because the embedded "
+                                   "consumer protocol is malformed.",
+                                   group_id));
+      }
+      next = std::make_shared<ConsumerGroup>(*std::move(converted));
+    }
   } else {
     next = std::make_shared<ConsumerGroup>(*g->consumer);
   }
   HeartbeatResult result;
   consumer_heartbeat_step(group_id, *next, r, version, client_id, client_host, result);
   if (result.error != Error::kNone) co_return fail(result.error, std::move(result.message));
-  if (next->rewrite && !result.records.empty()) {
+  if (r.member_epoch == kLeaveEpoch && g != nullptr && g->consumer != nullptr &&
+      downgrade_allowed(*g->consumer, result.member_id)) {
+    // The last consumer protocol member leaves a group of classic members.
+    const Error e = co_await commit_downgrade(group_id, partition, epoch, std::make_shared<ConsumerGroup>(*g->consumer),
+                                              result.member_id);
+    if (e != Error::kNone) co_return fail(e, "");
+    wake_timers();
+    out.member_id = result.member_id;
+    out.member_epoch = kLeaveEpoch;
+    out.heartbeat_interval_ms = static_cast<int32_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval).count());
+    co_return out;
+  }
+  if (!conversion.empty()) {
+    for (CoordinatorRecord& rec : result.records) conversion.push_back(std::move(rec));
+    result.records = std::move(conversion);
+    g->converting = true;
+    ctx_->log().info("group coordinator: group {} upgrading from the classic to the consumer protocol", group_id);
+  } else if (next->rewrite && !result.records.empty()) {
     result.records = consumer_group_records(group_id, *next);
     next->rewrite = false;
   }
   if (!result.records.empty()) {
     const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(result.records));
+    if (Group* now = find(group_id); now != nullptr) now->converting = false;
     if (e != Error::kNone) co_return fail(e, "");
   } else {
     g->consumer = next;
   }
+  if (Group* now = find(group_id); now != nullptr) sync_classic_timers(*now);
   wake_timers();
 
   out.member_id = result.member_id;
@@ -860,17 +937,13 @@ io::Task<Error> GroupCoordinator::commit_consumer_state(std::string group_id, in
   if (g == nullptr) g = &create(group_id);
   if (g->consumer == nullptr) become_consumer_group(*g);
   g->consumer = std::move(next);
+  sync_classic_timers(*g);
   co_return Error::kNone;
 }
 
 void GroupCoordinator::expire_consumer_members(Group& g, io::Instant now) {
   for (const auto& [id, m] : g.consumer->members) {
-    const char* why = nullptr;
-    if (m.session_deadline <= now) {
-      why = "its session timed out";
-    } else if (m.revocation_deadline.has_value() && *m.revocation_deadline <= now) {
-      why = "it did not revoke its partitions within its rebalance timeout";
-    }
+    const char* why = consumer_member_expired(g, m, now);
     if (why == nullptr || fencing_.contains({g.id, id}) || scope_ == nullptr) continue;
     fencing_.insert({g.id, id});
     scope_->spawn(fence_consumer_member(g.id, id, why));
@@ -892,17 +965,22 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
   auto it = g->consumer->members.find(member_id);
   if (it == g->consumer->members.end()) co_return;
   const io::Instant now = ctx_->clock().now();
-  const ConsumerMember& m = it->second;
-  if (m.session_deadline > now && !(m.revocation_deadline.has_value() && *m.revocation_deadline <= now)) co_return;
-  auto next = std::make_shared<ConsumerGroup>(*g->consumer);
-  std::vector<CoordinatorRecord> records;
-  remove_consumer_member(group_id, *next, member_id, records);
-  if (next->rewrite) {
-    records = consumer_group_records(group_id, *next);
-    next->rewrite = false;
-  }
+  if (consumer_member_expired(*g, it->second, now) == nullptr) co_return;
   const int32_t epoch = *shards_.epoch(partition);
-  const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(records));
+  Error e = Error::kNone;
+  if (downgrade_allowed(*g->consumer, member_id)) {
+    // The last consumer protocol member of a group of classic members.
+    e = co_await commit_downgrade(group_id, partition, epoch, std::make_shared<ConsumerGroup>(*g->consumer), member_id);
+  } else {
+    auto next = std::make_shared<ConsumerGroup>(*g->consumer);
+    std::vector<CoordinatorRecord> records;
+    remove_consumer_member(group_id, *next, member_id, records);
+    if (next->rewrite) {
+      records = consumer_group_records(group_id, *next);
+      next->rewrite = false;
+    }
+    e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(records));
+  }
   if (e != Error::kNone) {
     ctx_->log().warn("group coordinator: fencing member {} of consumer group {} failed: {}", member_id, group_id,
                      net::error_name(code(e)));
@@ -912,6 +990,12 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
         if (m2->second.revocation_deadline.has_value()) {
           m2->second.revocation_deadline = std::max(*m2->second.revocation_deadline, now + kFenceRetry);
         }
+      }
+      if (auto t = now_g->classic_timers.find(member_id); t != now_g->classic_timers.end()) {
+        Group::ClassicTimers& timers = t->second;
+        timers.session_deadline = std::max(timers.session_deadline, now + kFenceRetry);
+        if (timers.join_deadline.has_value()) timers.join_deadline = std::max(*timers.join_deadline, now + kFenceRetry);
+        if (timers.sync_deadline.has_value()) timers.sync_deadline = std::max(*timers.sync_deadline, now + kFenceRetry);
       }
     }
     co_return;

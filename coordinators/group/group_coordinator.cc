@@ -228,7 +228,22 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     absl::StatusOr<net::GroupMetadataKey> k = net::decode_versioned<net::GroupMetadataKey>(*key);
     if (!k.ok()) return k.status();
     if (!value.has_value()) {
-      groups_.erase(k->group);
+      // The classic group is gone; its committed offsets (deleted by their
+      // own tombstones) and a consumer protocol group of the same id stay.
+      Group* g = find(k->group);
+      if (g == nullptr) return absl::OkStatus();
+      if (g->offsets.empty() && g->consumer == nullptr) {
+        groups_.erase(k->group);
+      } else if (g->consumer == nullptr) {
+        g->members.clear();
+        g->join_order.clear();
+        g->static_members.clear();
+        g->generation = 0;
+        g->protocol_type.reset();
+        g->protocol.reset();
+        g->leader.reset();
+        g->state = State::kEmpty;
+      }
       return absl::OkStatus();
     }
     absl::StatusOr<net::GroupMetadataValue> v = net::decode_versioned<net::GroupMetadataValue>(*value);
@@ -279,9 +294,10 @@ void GroupCoordinator::finish_load(int32_t partition, int32_t epoch) {
     if (g->partition != partition) continue;
     for (auto& [mid, m] : g->members) schedule_heartbeat(m);
     if (g->consumer == nullptr) continue;
+    sync_classic_timers(*g);
     for (auto& [mid, m] : g->consumer->members) {
       m.session_deadline = now + config_.consumer_session_timeout;
-      if (m.current.state == MemberState::kUnrevokedPartitions) {
+      if (m.current.state == MemberState::kUnrevokedPartitions && !m.classic.has_value()) {
         m.revocation_deadline = now + std::chrono::milliseconds(std::max(m.rebalance_timeout_ms, 0));
       }
     }
@@ -687,12 +703,21 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     if (!unknown) co_return fail(Error::kUnknownMemberId);
     g = &create(r.group_id);
   }
+  if (g->converting) {
+    // Being converted to a consumer group: join whatever it becomes.
+    co_await await_conversion(r.group_id);
+    co_return co_await join_group(std::move(r), version, std::move(client_id), std::move(client_host));
+  }
   if (g->consumer != nullptr) {
     // A consumer protocol group: once empty, the classic protocol takes it
-    // over (its records are superseded by the classic group's); classic
-    // members do not join one with members.
-    if (!g->consumer->members.empty()) co_return fail(Error::kInconsistentGroupProtocol);
+    // over (its records are superseded by the classic group's); with
+    // members, the member joins it as a classic member.
+    if (!g->consumer->members.empty()) {
+      co_return co_await classic_join_consumer_group(std::move(r), version, std::move(client_id),
+                                                     std::move(client_host));
+    }
     g->consumer.reset();
+    g->classic_timers.clear();
     g->protocol_type.reset();
   }
   if (g->state == State::kDead) co_return fail(Error::kCoordinatorNotAvailable);
@@ -845,6 +870,11 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
   if (Error e = check_group(r.group_id); e != Error::kNone) co_return fail(e);
   Group* g = find(r.group_id);
   if (g == nullptr) co_return fail(Error::kUnknownMemberId);
+  if (g->converting) {
+    co_await await_conversion(r.group_id);
+    co_return co_await sync_group(std::move(r), version);
+  }
+  if (g->consumer != nullptr) co_return classic_sync_consumer_group(*g, r);
   if (static_member_fenced(*g, r.member_id, r.group_instance_id)) co_return fail(Error::kFencedInstanceId);
   auto it = g->members.find(r.member_id);
   if (it == g->members.end()) co_return fail(Error::kUnknownMemberId);
@@ -919,6 +949,9 @@ net::HeartbeatResponse GroupCoordinator::heartbeat(const net::HeartbeatRequest& 
   if (Error e = check_group(r.group_id); e != Error::kNone) return fail(e);
   Group* g = find(r.group_id);
   if (g == nullptr) return fail(Error::kUnknownMemberId);
+  if (g->consumer != nullptr) return classic_heartbeat_consumer_group(*g, r);
+  // (Being converted to a consumer group: the member will rejoin.)
+  if (g->converting && g->members.contains(r.member_id)) return fail(Error::kRebalanceInProgress);
   if (g->state == State::kDead) return fail(Error::kCoordinatorNotAvailable);
   if (static_member_fenced(*g, r.member_id, r.group_instance_id)) return fail(Error::kFencedInstanceId);
   if (g->state == State::kEmpty) return fail(Error::kUnknownMemberId);
@@ -942,6 +975,13 @@ io::Task<net::LeaveGroupResponse> GroupCoordinator::leave_group(net::LeaveGroupR
     co_return out;
   }
   Group* g = find(r.group_id);
+  if (g != nullptr && g->converting) {
+    co_await await_conversion(r.group_id);
+    co_return co_await leave_group(std::move(r), version);
+  }
+  if (g != nullptr && g->consumer != nullptr && !g->consumer->members.empty()) {
+    co_return co_await classic_leave_consumer_group(std::move(r), version);
+  }
   for (const auto& who : r.members) {
     net::LeaveGroupResponse::MemberResponse mr;
     mr.member_id = who.member_id;
@@ -1001,15 +1041,24 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
     g = &create(r.group_id);
   }
   if (g->state == State::kDead) co_return fail_all(Error::kCoordinatorNotAvailable);
+  if (g->converting) {
+    co_await await_conversion(r.group_id);
+    co_return co_await commit_offsets(std::move(r), version);
+  }
   if (g->consumer != nullptr) {
-    // A consumer protocol group: a member commits at its current epoch,
-    // with OffsetCommit v9+; without a member only while it is empty.
+    // A consumer protocol group: a member commits at its current epoch
+    // (a consumer protocol member with OffsetCommit v9+; a classic member's
+    // generation is its epoch); without a member only while it is empty.
     const ConsumerGroup& cg = *g->consumer;
     if (!(generation < 0 && cg.members.empty()) && !config_.mutant_unfenced_commits) {
       auto m = cg.members.find(r.member_id);
       if (m == cg.members.end()) co_return fail_all(Error::kUnknownMemberId);
-      if (version < 9) co_return fail_all(Error::kUnsupportedVersion);
-      if (generation != m->second.current.member_epoch) co_return fail_all(Error::kStaleMemberEpoch);
+      if (m->second.classic.has_value()) {
+        if (generation != m->second.current.member_epoch) co_return fail_all(Error::kIllegalGeneration);
+      } else {
+        if (version < 9) co_return fail_all(Error::kUnsupportedVersion);
+        if (generation != m->second.current.member_epoch) co_return fail_all(Error::kStaleMemberEpoch);
+      }
     }
   } else if (static_member_fenced(*g, r.member_id, r.group_instance_id)) {
     co_return fail_all(Error::kFencedInstanceId);
@@ -1394,7 +1443,7 @@ void GroupCoordinator::on_timers() {
   for (const auto& [id, g] : groups_) ids.push_back(id);
   for (const std::string& id : ids) {
     Group* g = find(id);
-    if (g == nullptr || loading(g->partition)) continue;
+    if (g == nullptr || loading(g->partition) || g->converting) continue;
     if (g->consumer != nullptr) {
       expire_consumer_members(*g, now);
       continue;
@@ -1524,8 +1573,7 @@ io::Task<void> GroupCoordinator::run() {
       if (g->consumer == nullptr) continue;
       for (const auto& [mid, m] : g->consumer->members) {
         if (fencing_.contains({id, mid})) continue;
-        next = std::min(next, m.session_deadline);
-        if (m.revocation_deadline.has_value()) next = std::min(next, *m.revocation_deadline);
+        next = std::min(next, consumer_member_deadline(*g, m));
       }
     }
     if (next <= now) continue;

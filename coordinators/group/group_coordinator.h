@@ -120,7 +120,16 @@ struct GroupCoordinatorConfig {
   io::Duration consumer_heartbeat_interval{std::chrono::milliseconds(5000)};
   int32_t consumer_max_group_size = INT32_MAX;
   std::vector<std::string> consumer_assignors{"uniform", "range"};
+  // group.consumer.migration.policy: whether a group with members converts
+  // between the classic and the consumer protocol (an empty group always
+  // does).
+  enum class MigrationPolicy : uint8_t { kBidirectional, kUpgrade, kDowngrade, kDisabled };
+  MigrationPolicy consumer_migration_policy = MigrationPolicy::kBidirectional;
 };
+
+// group.consumer.migration.policy's values (case-insensitive), and back.
+std::optional<GroupCoordinatorConfig::MigrationPolicy> parse_migration_policy(std::string_view s);
+std::string_view migration_policy_name(GroupCoordinatorConfig::MigrationPolicy p);
 
 using CoordinatorRecord = runtime::Record;
 
@@ -249,6 +258,13 @@ class GroupCoordinator final : public runtime::Coordinator {
     int64_t commit_timestamp_ms = -1;
     int64_t record_offset = -1;  // where it is in the partition
   };
+  // What a member of a consumer protocol group that uses the classic
+  // protocol (JoinGroup, SyncGroup, Heartbeat) sent in its JoinGroup.
+  struct ClassicMetadata {
+    int32_t session_timeout_ms = 0;
+    Protocols protocols;  // in preference order
+    bool operator==(const ClassicMetadata& o) const;
+  };
   // A member of a consumer protocol group.
   struct ConsumerMember {
     std::string id;
@@ -266,6 +282,8 @@ class GroupCoordinator final : public runtime::Coordinator {
     io::Instant session_deadline{};
     // While it has partitions to revoke: until when, in which epoch.
     std::optional<io::Instant> revocation_deadline;
+    // Set for a member that uses the classic protocol.
+    std::optional<ClassicMetadata> classic;
     // The parts its ConsumerGroupMemberMetadata record holds are equal.
     bool same_metadata(const ConsumerMember& o) const;
   };
@@ -310,6 +328,19 @@ class GroupCoordinator final : public runtime::Coordinator {
     // Set when the group uses the consumer protocol (its classic members
     // and state are then unused: `state` stays kEmpty).
     std::shared_ptr<ConsumerGroup> consumer;
+    // A conversion of the classic group to the consumer protocol is being
+    // written: the classic state must not change meanwhile.
+    bool converting = false;
+    // The timers of the consumer group's classic members (kept out of
+    // ConsumerGroup: their SyncGroups and Heartbeats move them without a
+    // write). A member told to rejoin must do so, and one that joined must
+    // send SyncGroup, within its rebalance timeout.
+    struct ClassicTimers {
+      io::Instant session_deadline{};
+      std::optional<io::Instant> join_deadline;
+      std::optional<io::Instant> sync_deadline;
+    };
+    std::map<std::string, ClassicTimers> classic_timers;
   };
   // The group's partition is served here: kNone; else NOT_COORDINATOR or
   // COORDINATOR_LOAD_IN_PROGRESS.
@@ -373,7 +404,16 @@ class GroupCoordinator final : public runtime::Coordinator {
                          const std::string& client_host, const std::shared_ptr<JoinWait>& wait);
 
   // --- the consumer protocol (consumer_groups.cc) ---
-  struct HeartbeatResult;
+  // A heartbeat's outcome: the error, or the member's id and epoch, the
+  // records to write and whether to send its assignment.
+  struct HeartbeatResult {
+    net::Error error = net::Error::kNone;
+    std::string message;
+    std::vector<CoordinatorRecord> records;
+    std::string member_id;
+    int32_t member_epoch = 0;
+    bool send_assignment = false;
+  };
   // The ConsumerGroup* records: the whole group's state (a rewrite), one
   // member's, and the single records.
   static std::vector<CoordinatorRecord> consumer_group_records(const std::string& group_id, const ConsumerGroup& cg);
@@ -390,11 +430,13 @@ class GroupCoordinator final : public runtime::Coordinator {
   // state is dropped (its offsets stay); the caller sets `consumer`.
   void become_consumer_group(Group& g);
   // The heartbeat's state change on `next` (a copy of the group's state),
-  // with the records that persist it.
+  // with the records that persist it. `classic`: the member uses the
+  // classic protocol (a JoinGroup made into a heartbeat) with this
+  // metadata.
   void consumer_heartbeat_step(const std::string& group_id, ConsumerGroup& next,
                                const net::ConsumerGroupHeartbeatRequest& r, int16_t version,
                                const std::string& client_id, const std::string& client_host,
-                               HeartbeatResult& out);
+                               HeartbeatResult& out, const ClassicMetadata* classic = nullptr);
   // Removes member `member_id` from `next` (left, or fenced), with records.
   void remove_consumer_member(const std::string& group_id, ConsumerGroup& next, std::string member_id,
                               std::vector<CoordinatorRecord>& records) const;
@@ -411,9 +453,49 @@ class GroupCoordinator final : public runtime::Coordinator {
                                              std::vector<CoordinatorRecord> records);
   // Fences members whose session or revocation ran out (in the background).
   void expire_consumer_members(Group& g, io::Instant now);
+  // Why a consumer group member is to be fenced at `now` (nullptr: it is
+  // not), and when it will be at the earliest.
+  const char* consumer_member_expired(const Group& g, const ConsumerMember& m, io::Instant now) const;
+  io::Instant consumer_member_deadline(const Group& g, const ConsumerMember& m) const;
+  // Brings the classic members' timers in line with the group's members
+  // (new classic members: their session starts now).
+  void sync_classic_timers(Group& g);
   io::Task<void> fence_consumer_member(std::string group_id, std::string member_id, std::string reason);
   std::string consumer_state(const ConsumerGroup& cg) const;
 
+  // --- groups of both protocols (mixed_groups.cc) ---
+  // A classic group with members that a consumer protocol member joins
+  // (online upgrade): whether it may convert, and its state as a consumer
+  // group (each member keeps its assignment at epoch = the generation),
+  // with the records that replace the classic group's. nullopt when the
+  // embedded consumer protocol does not parse.
+  bool upgrade_allowed(const Group& g) const;
+  std::optional<ConsumerGroup> consumer_group_from_classic(const Group& g,
+                                                           std::vector<CoordinatorRecord>& records) const;
+  // The last consumer protocol member `leaving` leaves a group whose other
+  // members all use the classic protocol: whether it becomes a classic
+  // group again (online downgrade).
+  bool downgrade_allowed(const ConsumerGroup& cg, const std::string& leaving) const;
+  // Writes the downgrade of `group_id` (without `leaving`) and, once
+  // committed, makes it a classic group that rebalances. kNone or the
+  // error of the write.
+  io::Task<net::Error> commit_downgrade(std::string group_id, int32_t partition, int32_t epoch,
+                                        std::shared_ptr<ConsumerGroup> cg, std::string leaving);
+  // The classic APIs for a member of a consumer protocol group.
+  io::Task<net::JoinGroupResponse> classic_join_consumer_group(net::JoinGroupRequest r, int16_t version,
+                                                               std::string client_id, std::string client_host);
+  net::SyncGroupResponse classic_sync_consumer_group(Group& g, const net::SyncGroupRequest& r);
+  net::HeartbeatResponse classic_heartbeat_consumer_group(Group& g, const net::HeartbeatRequest& r);
+  io::Task<net::LeaveGroupResponse> classic_leave_consumer_group(net::LeaveGroupRequest r, int16_t version);
+  // The member of `cg` a classic request names: kNone, UNKNOWN_MEMBER_ID
+  // or FENCED_INSTANCE_ID (static members); consumer protocol members are
+  // unknown to the classic APIs.
+  net::Error find_classic_member(ConsumerGroup& cg, const std::string& member_id,
+                                 const std::optional<std::string>& instance_id, ConsumerMember** out);
+  // Whether a classic member must rejoin to move towards its target.
+  bool classic_member_must_rejoin(const ConsumerGroup& cg, const ConsumerMember& m) const;
+  // Waits until a conversion of `group_id` being written is done.
+  io::Task<void> await_conversion(const std::string& group_id);
   io::Context* ctx_;
   CoordinatorLog* log_;
   std::set<std::pair<std::string, std::string>> fencing_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,15 +81,17 @@ class MemoryLog final : public CoordinatorLog {
 inline io::Buffer bytes(std::string_view s) { return io::Buffer::copy_of(s); }
 
 struct Harness {
-  Harness() : world(7) {
+  // `configure` adjusts the coordinator's configuration.
+  explicit Harness(std::function<void(GroupCoordinatorConfig&)> configure = {}) : world(7) {
     node = &world.add_node();
-    node->start([this](io::Context& ctx) -> io::Task<void> {
+    node->start([this, configure](io::Context& ctx) -> io::Task<void> {
       log = std::make_unique<MemoryLog>(ctx);
       GroupCoordinatorConfig c;
       c.offsets_topic_partitions = 4;
       c.initial_rebalance_delay = 100ms;
       c.offsets_retention = 1h;
       c.offsets_retention_check_interval = 1min;
+      if (configure) configure(c);
       coordinator = std::make_unique<GroupCoordinator>(ctx, *log, c);
       for (int32_t p = 0; p < 4; ++p) {
         coordinator->begin_load(p, 1);
