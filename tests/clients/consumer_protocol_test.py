@@ -10,7 +10,9 @@ v0 and OffsetCommit v9 by hand, the way a KIP-848 consumer sends them: two
 members share a topic's partitions without ever owning the same one, a
 member that leaves hands its partitions over, member epochs fence stale
 commits, and the group (members, epochs, assignment, offsets) survives a
-broker restart. Each check prints "ok <name>" or raises.
+broker restart. Then confluent-kafka's classic consumers and such a member
+share one group: it is upgraded when the member joins and downgraded when
+it leaves. Each check prints "ok <name>" or raises.
 """
 import os
 import socket
@@ -481,8 +483,75 @@ def checks(server, work):
     conn_b.close()
 
 
+def mixed_checks(server, work):
+    """Kafka 4's mixed groups: confluent-kafka's classic consumers
+    (cooperative-sticky) form a group, a consumer protocol member joins it
+    (the group is upgraded and the classic members keep consuming through
+    JoinGroup/SyncGroup), and when it leaves the group is a classic group
+    again."""
+    import group_clients_test as gc
+    topic = "kip848-mixed"
+    topic_id(server, topic)
+    group = "kip848-mixed-group"
+    a = gc.Member(server.bootstrap, group, topic, strategy="cooperative-sticky")
+    b = gc.Member(server.bootstrap, group, topic, strategy="cooperative-sticky")
+    ok = gc.poll_until([a, b], lambda: len(a.assigned) == 2 and len(b.assigned) == 2)
+    check("mixed: two classic consumers split four partitions", ok, (a.assigned, b.assigned))
+
+    conn = Connection(server)
+    m = Member(conn, group, [topic])
+    m.beat()
+    check("mixed: a consumer protocol member joins the classic group (upgrade)", m.epoch > 0, m.epoch)
+    overlaps = []
+
+    def owners():
+        owned = [a.assigned, b.assigned, set(m.partitions())]
+        for i in range(3):
+            for j in range(i + 1, 3):
+                if owned[i] & owned[j]:
+                    overlaps.append([sorted(o) for o in owned])
+        return owned
+
+    def spread():
+        owned = owners()
+        return sorted(p for o in owned for p in o) == [0, 1, 2, 3] and all(owned)
+    end = time.time() + 60
+    ok = False
+    while time.time() < end and not ok:
+        a.poll(0.1)
+        b.poll(0.1)
+        m.beat()
+        ok = spread()
+    check("mixed: classic and consumer protocol members share the partitions", ok,
+          (a.assigned, b.assigned, m.owned))
+    check("mixed: no partition was ever owned by two members", not overlaps, overlaps[:3])
+    err, state, gepoch, aepoch, assignor, members = describe(conn, group)
+    check("mixed: ConsumerGroupDescribe lists all three members", err == 0 and len(members) == 3,
+          (err, state, members))
+
+    err, epoch = m.leave()
+    check("mixed: the consumer protocol member leaves", err == NONE and epoch == -1, (err, epoch))
+    ok = gc.poll_until([a, b], lambda: sorted(a.assigned | b.assigned) == [0, 1, 2, 3] and a.assigned
+                       and b.assigned and not (a.assigned & b.assigned), timeout=60)
+    check("mixed: after the downgrade the classic consumers share every partition", ok, (a.assigned, b.assigned))
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    # librdkafka's list_groups: ListGroups, then DescribeGroups.
+    described = {g.id: g for g in admin.list_groups(timeout=30)}.get(group)
+    check("mixed: a classic group again (DescribeGroups)",
+          described is not None and described.state == "Stable" and len(described.members) == 2,
+          described and (described.state, described.members))
+    conn.close()
+    a.close()
+    b.close()
+
+
 def main():
-    base.run_with_server("brook-kip848-", checks, done="all consumer protocol checks passed")
+    def all_checks(server, work):
+        checks(server, work)
+        mixed_checks(server, work)
+    base.run_with_server("brook-kip848-", all_checks, extra_args=["--override", "group.initial.rebalance.delay.ms=0"],
+                         done="all consumer protocol checks passed")
 
 
 if __name__ == "__main__":
