@@ -46,6 +46,9 @@ struct GroupsSimConfig {
   bool mutant_unfenced_commits = false;
   // The consumer protocol (KIP-848) instead of JoinGroup/SyncGroup.
   bool consumer_protocol = false;
+  // Each run of a member picks its protocol at random, so the group keeps
+  // converting between the two and holds members of both.
+  bool mixed = false;
 
   static GroupsSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -65,7 +68,7 @@ struct GroupsSimConfig {
     return fmt::format(
         "{}: nodes={} partitions={} members={} offsets-partitions={} initial-delay={} session={} "
         "rebalance={} heartbeat={} commit-interval<={}\n{}",
-        consumer_protocol ? "consumer-groups" : "groups", nodes, partitions, members, offsets_partitions,
+        mixed ? "mixed-groups" : consumer_protocol ? "consumer-groups" : "groups", nodes, partitions, members, offsets_partitions,
         seconds(initial_delay), seconds(session_timeout),
         seconds(rebalance_timeout), seconds(heartbeat_interval), seconds(commit_interval_max), faults.describe());
   }
@@ -112,14 +115,14 @@ client::ClientOptions client_options(Shared* s, std::string name) {
   return sim_client_options(s->brokers, std::move(name));
 }
 
-client::GroupOptions group_options(Shared* s) {
+client::GroupOptions group_options(Shared* s, bool consumer_protocol) {
   client::GroupOptions g;
   g.group_id = std::string(kGroup);
   g.topics = {std::string(kTopic)};
   g.session_timeout = s->config.session_timeout;
   g.rebalance_timeout = s->config.rebalance_timeout;
   g.heartbeat_interval = s->config.heartbeat_interval;
-  g.consumer_protocol = s->config.consumer_protocol;
+  g.consumer_protocol = consumer_protocol;
   return g;
 }
 
@@ -180,7 +183,7 @@ io::Task<void> member_main(io::Context* ctx, Shared* s, int index) {
   MemberView& view = up.view;
   client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
   co_await ensure_topic(ctx, s, &cluster);
-  client::GroupMember member(cluster, group_options(s));
+  client::GroupMember member(cluster, group_options(s, false));
   const io::Duration hb = s->config.heartbeat_interval;
   while (true) {
     view.confirmed = false;
@@ -276,7 +279,7 @@ io::Task<void> consumer_member_main(io::Context* ctx, Shared* s, int index) {
   MemberView& view = up.view;
   client::Cluster cluster(*ctx, client_options(s, fmt::format("member-{}", index)));
   co_await ensure_topic(ctx, s, &cluster);
-  client::GroupMember member(cluster, group_options(s));
+  client::GroupMember member(cluster, group_options(s, true));
   std::map<client::TopicPartition, int64_t> positions;
   io::Instant next_commit = ctx->clock().now();
   int32_t epoch = 0;
@@ -415,7 +418,7 @@ bool settled(const Shared& s, std::string* why) {
 // The committed offsets after the heal hold every acknowledged commit.
 io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
   client::Cluster cluster(*ctx, client_options(s, "checker"));
-  client::GroupMember reader(cluster, group_options(s));
+  client::GroupMember reader(cluster, group_options(s, s->config.consumer_protocol));
   std::vector<client::TopicPartition> all;
   for (int32_t p = 0; p < s->config.partitions; ++p) all.emplace_back(std::string(kTopic), p);
   while (true) {
@@ -442,6 +445,7 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
 absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   GroupsSimConfig config = GroupsSimConfig::draw(options.seed);
   config.consumer_protocol = options.name.starts_with("consumer-groups");
+  config.mixed = options.name.starts_with("mixed-groups");
   config.mutant_unfenced_commits = options.name.ends_with("-mutant-fence");
   WorldOptions world_options;
   world_options.scenario = options.name;
@@ -470,7 +474,9 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   }
   for (int i = 0; i < config.members; ++i) {
     clients[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) {
-      return s->config.consumer_protocol ? consumer_member_main(&ctx, s, i) : member_main(&ctx, s, i);
+      // (A restart draws again: members move between the protocols.)
+      const bool consumer = s->config.mixed ? ctx.random().uniform(2) == 0 : s->config.consumer_protocol;
+      return consumer ? consumer_member_main(&ctx, s, i) : member_main(&ctx, s, i);
     });
   }
   FaultSchedule faults(world, config.faults);

@@ -36,6 +36,12 @@
 // at one member epoch; liveness wants every member at one epoch owning
 // every partition once. consumer-groups-mutant-fence skips the member
 // epoch check on commits.
+//
+// "mixed-groups" has each run of a member pick the classic or the consumer
+// protocol at random, so members of both share the group and it converts
+// between a classic and a consumer group (online upgrade and downgrade) as
+// members restart. Classic members' generations are their member epochs
+// inside a consumer group, so the same checkers apply across conversions.
 #pragma once
 
 #include "absl/status/statusor.h"

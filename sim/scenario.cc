@@ -23,6 +23,7 @@ std::vector<std::string> scenario_names() {
           "groups-mutant-fence",
           "consumer-groups",
           "consumer-groups-mutant-fence",
+          "mixed-groups",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -41,7 +42,7 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
     return run_broker(options);
   }
   if (options.name == "groups" || options.name == "groups-mutant-fence" || options.name == "consumer-groups" ||
-      options.name == "consumer-groups-mutant-fence") {
+      options.name == "consumer-groups-mutant-fence" || options.name == "mixed-groups") {
     return run_groups(options);
   }
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {

@@ -859,7 +859,13 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
       co_return fail(Error::kGroupIdNotFound, fmt::format("Group {} is not a consumer group.", group_id));
     }
     if (g->members.empty() && g->state == State::kEmpty) {
+      // Epochs go on from the classic generation, so no member epoch of
+      // the consumer group repeats one of the classic group's (Kafka
+      // starts again at 1; a zombie of the classic group could then share
+      // an epoch with a consumer member).
       next = std::make_shared<ConsumerGroup>();
+      next->group_epoch = g->generation;
+      next->assignment_epoch = g->generation;
     } else {
       if (!upgrade_allowed(*g)) {
         co_return fail(Error::kGroupIdNotFound, fmt::format("Group {} is not a consumer group.", group_id));
@@ -895,15 +901,31 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
   if (!conversion.empty()) {
     for (CoordinatorRecord& rec : result.records) conversion.push_back(std::move(rec));
     result.records = std::move(conversion);
-    g->converting = true;
     ctx_->log().info("group coordinator: group {} upgrading from the classic to the consumer protocol", group_id);
   } else if (next->rewrite && !result.records.empty()) {
     result.records = consumer_group_records(group_id, *next);
     next->rewrite = false;
   }
   if (!result.records.empty()) {
+    // A new group, or a classic one becoming a consumer group: the classic
+    // APIs wait until the write is done (a classic member joining meanwhile
+    // would be dropped by it).
+    bool created = false;
+    if (g == nullptr) {
+      g = &create(group_id);
+      created = true;
+    }
+    const bool converting = g->consumer == nullptr;
+    if (converting) g->converting = true;
     const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(result.records));
-    if (Group* now = find(group_id); now != nullptr) now->converting = false;
+    if (Group* now = find(group_id); now != nullptr && converting) {
+      now->converting = false;
+      wake_timers();
+      if (e != Error::kNone && created && now->consumer == nullptr && now->members.empty() &&
+          now->pending_members.empty() && now->offsets.empty()) {
+        groups_.erase(group_id);
+      }
+    }
     if (e != Error::kNone) co_return fail(e, "");
   } else {
     g->consumer = next;

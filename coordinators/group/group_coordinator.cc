@@ -709,16 +709,10 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::join_group(net::JoinGroupRequ
     co_return co_await join_group(std::move(r), version, std::move(client_id), std::move(client_host));
   }
   if (g->consumer != nullptr) {
-    // A consumer protocol group: once empty, the classic protocol takes it
-    // over (its records are superseded by the classic group's); with
-    // members, the member joins it as a classic member.
-    if (!g->consumer->members.empty()) {
-      co_return co_await classic_join_consumer_group(std::move(r), version, std::move(client_id),
-                                                     std::move(client_host));
-    }
-    g->consumer.reset();
-    g->classic_timers.clear();
-    g->protocol_type.reset();
+    // A consumer protocol group: with members, the member joins it as a
+    // classic member; once empty, the classic protocol takes it over.
+    co_return co_await classic_join_consumer_group(std::move(r), version, std::move(client_id),
+                                                   std::move(client_host));
   }
   if (g->state == State::kDead) co_return fail(Error::kCoordinatorNotAvailable);
   if (!supports_protocols(*g, r.protocol_type, protocols_of(r))) co_return fail(Error::kInconsistentGroupProtocol);
@@ -1561,7 +1555,8 @@ io::Task<void> GroupCoordinator::run() {
     // Sleep until the next deadline of any group, or until woken.
     io::Instant next = next_expiry_check_;
     for (const auto& [id, g] : groups_) {
-      if (loading(g->partition)) continue;
+      // (A conversion being written wakes the timers when it is done.)
+      if (loading(g->partition) || g->converting) continue;
       for (const auto& [mid, at] : g->pending_members) next = std::min(next, at);
       if (g->state == State::kPreparingRebalance) {
         next = std::min(next, g->initial_delay_until.value_or(g->join_deadline));

@@ -39,6 +39,8 @@
 // coordinator computes their assignments (assignors.h) and moves each
 // member towards its target (reconciliation.h); their state is the
 // ConsumerGroup* records of the partition, written before it is applied.
+// Members of both protocols can share a group, which converts between the
+// two as they come and go (mixed_groups.cc).
 #pragma once
 
 #include <cstdint>

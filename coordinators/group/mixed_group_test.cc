@@ -438,6 +438,12 @@ TEST(MixedGroup, ASessionTimeoutOfTheLastConsumerProtocolMemberDowngrades) {
   }
   EXPECT_EQ(h.coordinator->group_state("g"), "PreparingRebalance");
   EXPECT_EQ(h.coordinator->group_members("g").size(), 2u);
+  // A coordinator that loads the group before its rebalance is stored
+  // sends the members to rejoin too (the generation they hold handed out
+  // nothing).
+  h.reload();
+  EXPECT_EQ(h.heartbeat(a), net::code(Error::kIllegalGeneration));
+  EXPECT_EQ(h.heartbeat(b), net::code(Error::kIllegalGeneration));
 }
 
 TEST(MixedGroup, TheMigrationPolicyCanRefuseTheUpgrade) {

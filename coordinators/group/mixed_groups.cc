@@ -235,7 +235,14 @@ io::Task<Error> GroupCoordinator::commit_downgrade(std::string group_id, int32_t
   }
   for (CoordinatorRecord& r : consumer_group_tombstones(group_id)) records.push_back(std::move(r));
   classic.state_timestamp_ms = now_ms();
+  // The record carries the next generation: the group rebalances from the
+  // group epoch now, and should it be loaded from this record instead (a
+  // coordinator failover before the rebalance is stored), its members,
+  // still at the group epoch, must not pass for a generation that handed
+  // them these assignments; they are told to rejoin.
+  ++classic.generation;
   records.push_back(group_record(classic));
+  --classic.generation;
 
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   if (loaded_epoch(partition) != epoch || loading(partition)) co_return Error::kNotCoordinator;
@@ -389,7 +396,18 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::classic_join_consumer_group(n
     auto lock = co_await shards_.lock(partition).lock();
     if (Error e = check_group(group_id); e != Error::kNone) co_return fail(e, r.member_id);
     Group* g = find(group_id);
-    if (g != nullptr && g->consumer != nullptr && !g->consumer->members.empty()) {
+    if (g != nullptr && g->consumer != nullptr && g->consumer->members.empty()) {
+      // An empty consumer group: the classic protocol takes it over (its
+      // records are superseded by the classic group's), under the lock so
+      // no consumer protocol write in flight installs its state over the
+      // classic member. Generations go on from the group epoch (see the
+      // consumer protocol's takeover of an empty classic group).
+      g->generation = std::max(g->generation, g->consumer->group_epoch);
+      g->consumer.reset();
+      g->classic_timers.clear();
+      g->protocol_type.reset();
+    }
+    if (g != nullptr && g->consumer != nullptr) {
       ConsumerGroup& cg = *g->consumer;
       // The protocol type, and a protocol every classic member supports.
       std::map<std::string, size_t> supported;

@@ -21,8 +21,9 @@ LeadershipChange sync_leadership(Coordinator& coordinator, const std::map<int32_
   return out;
 }
 
-io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, io::Logger& log, std::string topic,
-                              int32_t partition, int32_t epoch, LoadOptions options) {
+io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, const io::Clock& clock,
+                              io::Logger& log, std::string topic, int32_t partition, int32_t epoch,
+                              LoadOptions options) {
   auto superseded = [&] { return coordinator.loaded_epoch(partition) != epoch || !coordinator.loading(partition); };
   auto give_up = [&](const std::string& why) {
     log.error("coordinator: loading {}-{} failed: {}", topic, partition, why);
@@ -31,12 +32,18 @@ io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader,
   std::optional<std::pair<int64_t, int64_t>> bounds = reader.bounds(partition);
   if (!bounds.has_value()) co_return give_up("the partition is not on this broker");
   int64_t offset = bounds->first;
+  int retries = 0;
   const int64_t end = bounds->second;
   size_t records = 0;
   while (offset < end) {
     if (superseded()) co_return;
     absl::StatusOr<PartitionReader::Chunk> read = co_await reader.read(partition, offset, options.read_bytes);
-    if (!read.ok()) co_return give_up(read.status().ToString());
+    if (!read.ok()) {
+      if (++retries > options.read_retries) co_return give_up(read.status().ToString());
+      log.warn("coordinator: loading {}-{}: {}; reading again", topic, partition, read.status().ToString());
+      co_await clock.sleep_for(options.read_retry_backoff);
+      continue;
+    }
     if (read->out_of_range) {
       // Retention or DeleteRecords moved the start meanwhile.
       std::optional<std::pair<int64_t, int64_t>> now = reader.bounds(partition);
@@ -46,7 +53,21 @@ io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader,
       }
       co_return give_up(fmt::format("offset {} is out of range", offset));
     }
-    if (read->records.empty()) break;
+    if (read->records.empty()) {
+      // Nothing below the end: truncated meanwhile, or a read the disk
+      // garbled (the log could not find the batch). The state must not be
+      // served without these records: read again for a while.
+      std::optional<std::pair<int64_t, int64_t>> now = reader.bounds(partition);
+      if (!now.has_value()) co_return give_up("the partition left this broker");
+      if (offset >= now->second) break;
+      if (++retries > options.read_retries) {
+        co_return give_up(fmt::format("offset {} of [{}, {}) cannot be read", offset, now->first, now->second));
+      }
+      log.warn("coordinator: loading {}-{}: nothing read at offset {} of [{}, {}); reading again", topic, partition,
+               offset, now->first, now->second);
+      co_await clock.sleep_for(options.read_retry_backoff);
+      continue;
+    }
     if (superseded()) co_return;
     net::BatchIterator it(std::move(read->records));
     while (true) {

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/buffer.h"
+#include "io/clock.h"
 #include "io/log.h"
 #include "io/task.h"
 
@@ -76,13 +77,20 @@ struct LoadOptions {
   // The largest decompressed batch accepted (coordinators write
   // uncompressed batches; larger ones come from a damaged or foreign log).
   size_t max_batch_bytes = size_t{64} << 20;
+  // A read that fails, or finds nothing below the log end, is tried again
+  // this many times this far apart before the load gives up.
+  int read_retries = 100;
+  io::Duration read_retry_backoff{std::chrono::milliseconds(50)};
 };
 
 // Replays `partition` (of `topic`, for the log lines) into the coordinator
 // and finishes its load in `epoch`; stops quietly when the load is
 // superseded (a newer epoch, an unload), and unloads the shard when the
-// partition cannot be read or decoded. Control batches are skipped.
-io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, io::Logger& log, std::string topic,
-                              int32_t partition, int32_t epoch, LoadOptions options = {});
+// partition cannot be decoded, or read (after the retries). Control
+// batches are skipped. A load never ends before the log end it started
+// with unless the log was truncated below it meanwhile.
+io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, const io::Clock& clock,
+                              io::Logger& log, std::string topic, int32_t partition, int32_t epoch,
+                              LoadOptions options = {});
 
 }  // namespace brook::runtime

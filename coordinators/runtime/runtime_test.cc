@@ -293,6 +293,11 @@ class MemoryReader final : public PartitionReader {
     co_await ctx_->clock().sleep_for(delay);
     ++reads;
     Chunk out;
+    if (empty_reads > 0) {
+      // A read that found nothing (the disk garbled it).
+      --empty_reads;
+      co_return out;
+    }
     if (offset < start) {
       out.out_of_range = true;
       co_return out;
@@ -311,6 +316,7 @@ class MemoryReader final : public PartitionReader {
   int64_t start = 0;
   int64_t end = 0;
   bool damaged = false;
+  int empty_reads = 0;
   int reads = 0;
   std::vector<std::pair<int64_t, io::Buffer>> batches;
 };
@@ -330,7 +336,7 @@ struct LoadHarness {
     world.run_for(1ms);
   }
   void load(int32_t partition, int32_t epoch) {
-    node->spawn(load_partition(coordinator, *reader, ctx_->log(), "__internal", partition, epoch));
+    node->spawn(load_partition(coordinator, *reader, ctx_->clock(), ctx_->log(), "__internal", partition, epoch));
   }
 
   sim::World world;
@@ -401,6 +407,30 @@ TEST(Loader, ADamagedPartitionIsNotServed) {
   h2.world.run_for(1s);
   EXPECT_EQ(h2.coordinator.shards.check(2), Error::kNotCoordinator);
   EXPECT_EQ(h2.coordinator.unloads, 1);
+}
+
+TEST(Loader, ReadsThatFindNothingBelowTheEndAreRetried) {
+  LoadHarness h;
+  h.reader->add({{"a", "1"}});
+  h.reader->add({{"b", "2"}});
+  h.reader->empty_reads = 5;
+  sync_leadership(h.coordinator, {{0, 1}});
+  h.load(0, 1);
+  h.world.run_for(100ms);
+  // Not served with part of its records.
+  EXPECT_EQ(h.coordinator.shards.check(0), Error::kCoordinatorLoadInProgress);
+  h.world.run_for(2s);
+  EXPECT_EQ(h.coordinator.shards.check(0), Error::kNone);
+  EXPECT_EQ(h.coordinator.replayed[0], (std::vector<std::string>{"0:a=1", "1:b=2"}));
+  // One that never reads anything is given up (and not served).
+  LoadHarness h2;
+  h2.reader->add({{"a", "1"}});
+  h2.reader->empty_reads = 1000;
+  sync_leadership(h2.coordinator, {{0, 1}});
+  h2.load(0, 1);
+  h2.world.run_for(60s);
+  EXPECT_EQ(h2.coordinator.shards.check(0), Error::kNotCoordinator);
+  EXPECT_TRUE(h2.coordinator.replayed[0].empty());
 }
 
 TEST(Loader, ALogStartMovedByRetentionIsFollowed) {

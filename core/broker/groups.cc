@@ -147,7 +147,7 @@ void Broker::sync_coordinator() {
   const runtime::LeadershipChange change = runtime::sync_leadership(groups_, led);
   if (background_ != nullptr) {
     for (int32_t partition : change.loads) {
-      background_->spawn(runtime::load_partition(groups_, offsets_partitions_, ctx_->log(), offsets_topic(), partition,
+      background_->spawn(runtime::load_partition(groups_, offsets_partitions_, ctx_->clock(), ctx_->log(), offsets_topic(), partition,
                                                  led.at(partition)));
     }
   }
