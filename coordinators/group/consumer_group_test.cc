@@ -192,6 +192,47 @@ TEST(ConsumerGroup, MembersSplitThePartitionsWithoutOverlap) {
   EXPECT_EQ(h.log->writes, writes);
 }
 
+TEST(ConsumerGroup, SteadyHeartbeatsWriteNothingAndKeepTheSession) {
+  ConsumerHarness h;
+  Consumer a, b;
+  a.id = "a";
+  b.id = "b";
+  h.settle({&a, &b});
+  ASSERT_EQ(h.coordinator->group_state("cg"), "Stable");
+  const int writes = h.log->writes;
+  const int32_t epoch = a.epoch;
+  // Well past one 45 s session, heartbeating every 10 s: no writes, no
+  // fencing, the same epoch.
+  for (int i = 0; i < 8; ++i) {
+    h.world.run_for(10s);
+    EXPECT_EQ(h.beat(a).error_code, 0);
+    EXPECT_EQ(h.beat(b).error_code, 0);
+  }
+  EXPECT_EQ(h.log->writes, writes);
+  EXPECT_EQ(a.epoch, epoch);
+  EXPECT_EQ(h.coordinator->group_members("cg").size(), 2u);
+  expect_disjoint_and_complete({&a, &b}, 10);
+  // A full request (as after a lost response) gets the assignment again.
+  net::ConsumerGroupHeartbeatRequest full = h.request(a);
+  full.rebalance_timeout_ms = 30000;
+  full.subscribed_topic_names = a.topics;
+  net::ConsumerGroupHeartbeatResponse again = h.send(full);
+  ASSERT_EQ(again.error_code, 0);
+  EXPECT_EQ(assignment_of(again), a.owned);
+  // A heartbeat that reports other partitions than assigned takes the full
+  // path (and is corrected).
+  Consumer odd = a;
+  odd.owned.clear();
+  EXPECT_EQ(h.beat(odd).error_code, 0);
+  // A changed subscription still bumps the group epoch.
+  net::ConsumerGroupHeartbeatRequest change = h.request(b);
+  change.subscribed_topic_names = std::vector<std::string>{"orders"};
+  net::ConsumerGroupHeartbeatResponse changed = h.send(change);
+  ASSERT_EQ(changed.error_code, 0);
+  EXPECT_GT(h.coordinator->group_generation("cg"), epoch);
+  EXPECT_GT(h.log->writes, writes);
+}
+
 TEST(ConsumerGroup, InvalidRequestsAndEpochFencing) {
   ConsumerHarness h;
   Consumer a;

@@ -309,6 +309,17 @@ std::vector<CoordinatorRecord> GroupCoordinator::consumer_group_records(const st
   return out;
 }
 
+void GroupCoordinator::member_tombstones(const std::string& group_id, const std::string& member_id,
+                                         std::vector<CoordinatorRecord>& out) {
+  out.push_back(CoordinatorRecord{
+      member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, member_id, kCurrentAssignmentType),
+      std::nullopt});
+  out.push_back(CoordinatorRecord{
+      member_key<net::ConsumerGroupTargetAssignmentMemberKey>(group_id, member_id, kTargetMemberType), std::nullopt});
+  out.push_back(CoordinatorRecord{
+      member_key<net::ConsumerGroupMemberMetadataKey>(group_id, member_id, kMemberMetadataType), std::nullopt});
+}
+
 std::vector<CoordinatorRecord> GroupCoordinator::consumer_group_tombstones(const std::string& group_id) {
   return {
       CoordinatorRecord{group_key<net::ConsumerGroupTargetAssignmentMetadataKey>(group_id, kTargetEpochType),
@@ -511,13 +522,7 @@ bool GroupCoordinator::refresh_subscriptions(const std::string& group_id, Consum
 void GroupCoordinator::remove_consumer_member(const std::string& group_id, ConsumerGroup& next,
                                               std::string member_id,
                                               std::vector<CoordinatorRecord>& records) const {
-  records.push_back(CoordinatorRecord{
-      member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, member_id, kCurrentAssignmentType),
-      std::nullopt});
-  records.push_back(CoordinatorRecord{
-      member_key<net::ConsumerGroupTargetAssignmentMemberKey>(group_id, member_id, kTargetMemberType), std::nullopt});
-  records.push_back(CoordinatorRecord{
-      member_key<net::ConsumerGroupMemberMetadataKey>(group_id, member_id, kMemberMetadataType), std::nullopt});
+  member_tombstones(group_id, member_id, records);
   next.members.erase(member_id);
   next.target.erase(member_id);
   refresh_subscriptions(group_id, next, records);
@@ -645,14 +650,7 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
         TopicPartitions target;
         if (auto t = next.target.find(old->id); t != next.target.end()) target = t->second;
         const std::string old_id = old->id;
-        records.push_back(CoordinatorRecord{
-            member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, old_id, kCurrentAssignmentType),
-            std::nullopt});
-        records.push_back(CoordinatorRecord{
-            member_key<net::ConsumerGroupTargetAssignmentMemberKey>(group_id, old_id, kTargetMemberType),
-            std::nullopt});
-        records.push_back(CoordinatorRecord{
-            member_key<net::ConsumerGroupMemberMetadataKey>(group_id, old_id, kMemberMetadataType), std::nullopt});
+        member_tombstones(group_id, old_id, records);
         next.members.erase(old_id);
         next.target.erase(old_id);
         next.target[member_id] = std::move(target);
@@ -846,6 +844,9 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
   if (Error e = check_coordinator(group_id); e != Error::kNone) co_return fail(e, "");
   const int32_t epoch = *shards_.epoch(partition);
   Group* g = find(group_id);
+  if (g != nullptr && g->consumer != nullptr && steady_heartbeat(*g->consumer, r, client_id, client_host, out)) {
+    co_return out;
+  }
   std::shared_ptr<ConsumerGroup> next;
   // The records that convert a classic group with members (online upgrade).
   std::vector<CoordinatorRecord> conversion;
@@ -946,16 +947,81 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
   co_return out;
 }
 
+bool GroupCoordinator::steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGroupHeartbeatRequest& r,
+                                        const std::string& client_id, const std::string& client_host,
+                                        net::ConsumerGroupHeartbeatResponse& out) {
+  if (r.member_epoch <= 0 || cg.group_epoch != cg.assignment_epoch) return false;
+  auto it = cg.members.find(r.member_id);
+  if (it == cg.members.end()) return false;
+  ConsumerMember& m = it->second;
+  if (m.classic.has_value() || m.instance_id != r.instance_id) return false;
+  if (m.current.member_epoch != r.member_epoch || m.current.member_epoch != cg.assignment_epoch ||
+      m.current.state != MemberState::kStable) {
+    return false;
+  }
+  // Nothing of its metadata changes.
+  if ((r.rebalance_timeout_ms != -1 && r.rebalance_timeout_ms != m.rebalance_timeout_ms) ||
+      (r.rack_id.has_value() && r.rack_id != m.rack_id) ||
+      (r.server_assignor.has_value() && r.server_assignor != m.server_assignor) || client_id != m.client_id ||
+      client_host != m.client_host) {
+    return false;
+  }
+  if (r.subscribed_topic_names.has_value()) {
+    std::set<std::string> names(r.subscribed_topic_names->begin(), r.subscribed_topic_names->end());
+    if (!std::equal(names.begin(), names.end(), m.subscribed_topic_names.begin(), m.subscribed_topic_names.end())) {
+      return false;
+    }
+  }
+  if (r.subscribed_topic_regex.has_value() &&
+      (r.subscribed_topic_regex->empty() ? m.subscribed_topic_regex.has_value()
+                                         : m.subscribed_topic_regex != r.subscribed_topic_regex)) {
+    return false;
+  }
+  // (A regular expression may match topics created since: the full path
+  // looks.)
+  if (m.subscribed_topic_regex.has_value()) return false;
+  // It owns what it was given.
+  if (r.topic_partitions.has_value() && from_wire(*r.topic_partitions) != m.current.assigned) return false;
+  // Its topics are as the group last saw them (other members' topics are
+  // looked at on their own heartbeats).
+  for (const std::string& name : m.subscribed_topic_names) {
+    std::optional<CoordinatorLog::Topic> now = log_->topic(name);
+    auto known = cg.subscribed.find(name);
+    if (now.has_value() != (known != cg.subscribed.end())) return false;
+    if (now.has_value() && (now->id != known->second.first || now->partitions != known->second.second)) return false;
+  }
+  m.session_deadline = ctx_->clock().now() + config_.consumer_session_timeout;
+  out.member_id = m.id;
+  out.member_epoch = m.current.member_epoch;
+  out.heartbeat_interval_ms =
+      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval)
+                               .count());
+  if (r.rebalance_timeout_ms != -1 && r.subscribed_topic_names.has_value() && r.topic_partitions.has_value()) {
+    net::ConsumerGroupHeartbeatResponse::Assignment a;
+    a.topic_partitions = to_wire<net::ConsumerGroupHeartbeatResponse::TopicPartitions>(m.current.assigned);
+    out.assignment = std::move(a);
+  }
+  return true;
+}
+
+io::Task<Error> GroupCoordinator::write_consumer_records(const std::string& group_id, int32_t partition,
+                                                         int32_t epoch, std::vector<CoordinatorRecord> records) {
+  const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
+  if (loaded_epoch(partition) != epoch || loading(partition)) co_return Error::kNotCoordinator;
+  if (w.error != Error::kNone) {
+    if (Group* g = find(group_id); g != nullptr && g->consumer != nullptr) g->consumer->rewrite = true;
+    co_return coordinator_write_error(w.error);
+  }
+  co_return Error::kNone;
+}
+
 io::Task<Error> GroupCoordinator::commit_consumer_state(std::string group_id, int32_t partition, int32_t epoch,
                                                         std::shared_ptr<ConsumerGroup> next,
                                                         std::vector<CoordinatorRecord> records) {
-  const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
-  if (loaded_epoch(partition) != epoch || loading(partition)) co_return Error::kNotCoordinator;
-  Group* g = find(group_id);
-  if (w.error != Error::kNone) {
-    if (g != nullptr && g->consumer != nullptr) g->consumer->rewrite = true;
-    co_return coordinator_write_error(w.error);
+  if (Error e = co_await write_consumer_records(group_id, partition, epoch, std::move(records)); e != Error::kNone) {
+    co_return e;
   }
+  Group* g = find(group_id);
   if (g == nullptr) g = &create(group_id);
   if (g->consumer == nullptr) become_consumer_group(*g);
   g->consumer = std::move(next);

@@ -425,6 +425,15 @@ class GroupCoordinator final : public runtime::Coordinator {
   static CoordinatorRecord group_epoch_record(const std::string& group_id, int32_t epoch);
   static CoordinatorRecord subscription_record(const std::string& group_id, const ConsumerGroup& cg);
   static CoordinatorRecord target_epoch_record(const std::string& group_id, int32_t epoch);
+  // What deletes one member's records.
+  static void member_tombstones(const std::string& group_id, const std::string& member_id,
+                                std::vector<CoordinatorRecord>& out);
+  // Writes a consumer group's `records`: kNone once committed (and this
+  // broker still serves the partition in `epoch`), else the error to
+  // answer; a failed write makes the group's next write carry its whole
+  // state.
+  io::Task<net::Error> write_consumer_records(const std::string& group_id, int32_t partition, int32_t epoch,
+                                              std::vector<CoordinatorRecord> records);
   // What deletes an empty consumer group.
   static std::vector<CoordinatorRecord> consumer_group_tombstones(const std::string& group_id);
   absl::Status replay_consumer(int16_t type, const io::Buffer& key, const std::optional<io::Buffer>& value);
@@ -439,6 +448,11 @@ class GroupCoordinator final : public runtime::Coordinator {
                                const net::ConsumerGroupHeartbeatRequest& r, int16_t version,
                                const std::string& client_id, const std::string& client_host,
                                HeartbeatResult& out, const ClassicMetadata* classic = nullptr);
+  // A heartbeat of a member at the group's epoch that changes nothing:
+  // answered in `out` with only its session renewed (no copy of the
+  // group's state, no write). False when the full path must run.
+  bool steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGroupHeartbeatRequest& r, const std::string& client_id,
+                        const std::string& client_host, net::ConsumerGroupHeartbeatResponse& out);
   // Removes member `member_id` from `next` (left, or fenced), with records.
   void remove_consumer_member(const std::string& group_id, ConsumerGroup& next, std::string member_id,
                               std::vector<CoordinatorRecord>& records) const;

@@ -119,19 +119,7 @@ struct MixedHarness : Harness {
     return out;
   }
   net::SyncGroupResponse sync(Classic& c, const std::string& group = "g", std::map<std::string, Owned> given = {}) {
-    net::SyncGroupRequest r;
-    r.group_id = group;
-    r.generation_id = c.generation;
-    r.member_id = c.id;
-    r.group_instance_id = c.instance;
-    r.protocol_type = "consumer";
-    r.protocol_name = "range";
-    for (const auto& [id, owned] : given) {
-      auto& a = r.assignments.emplace_back();
-      a.member_id = id;
-      a.assignment = assignment(owned);
-    }
-    net::SyncGroupResponse out = await(Harness::start(coordinator->sync_group(std::move(r), 5)));
+    net::SyncGroupResponse out = await(Harness::start(sync_start(c, group, std::move(given))));
     if (out.error_code == 0) c.owned = decode_assignment(out.assignment);
     return out;
   }
@@ -247,6 +235,7 @@ struct MixedHarness : Harness {
     r.group_id = group;
     r.generation_id = c.generation;
     r.member_id = c.id;
+    r.group_instance_id = c.instance;
     r.protocol_type = "consumer";
     r.protocol_name = "range";
     for (const auto& [id, owned] : given) {

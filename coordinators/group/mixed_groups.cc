@@ -32,9 +32,6 @@
 
 #include "coordinators/group/group_coordinator.h"
 #include "io/assert.h"
-#include "net/kafka/messages/consumer_group_current_member_assignment_key.h"
-#include "net/kafka/messages/consumer_group_member_metadata_key.h"
-#include "net/kafka/messages/consumer_group_target_assignment_member_key.h"
 #include "net/kafka/messages/consumer_protocol_assignment.h"
 #include "net/kafka/messages/consumer_protocol_subscription.h"
 #include "net/kafka/versioned.h"
@@ -47,21 +44,8 @@ using net::code;
 using net::Error;
 using Policy = GroupCoordinatorConfig::MigrationPolicy;
 
-constexpr int16_t kMemberMetadataType = 5;
-constexpr int16_t kTargetMemberType = 7;
-constexpr int16_t kCurrentAssignmentType = 8;
 // The newest ConsumerProtocolAssignment version.
 constexpr int16_t kAssignmentVersionMax = 3;
-
-template <typename K>
-io::Buffer member_key(const std::string& group_id, const std::string& member_id, int16_t type) {
-  K k;
-  k.group_id = group_id;
-  k.member_id = member_id;
-  absl::StatusOr<io::Buffer> out = net::encode_versioned(k, type);
-  BROOK_ASSERT(out.ok());
-  return *std::move(out);
-}
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -225,13 +209,7 @@ io::Task<Error> GroupCoordinator::commit_downgrade(std::string group_id, int32_t
   }
   std::vector<CoordinatorRecord> records;
   for (const auto& [id, cm] : cg->members) {
-    records.push_back(CoordinatorRecord{
-        member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, id, kCurrentAssignmentType),
-        std::nullopt});
-    records.push_back(CoordinatorRecord{
-        member_key<net::ConsumerGroupTargetAssignmentMemberKey>(group_id, id, kTargetMemberType), std::nullopt});
-    records.push_back(CoordinatorRecord{
-        member_key<net::ConsumerGroupMemberMetadataKey>(group_id, id, kMemberMetadataType), std::nullopt});
+    member_tombstones(group_id, id, records);
   }
   for (CoordinatorRecord& r : consumer_group_tombstones(group_id)) records.push_back(std::move(r));
   classic.state_timestamp_ms = now_ms();
@@ -244,13 +222,10 @@ io::Task<Error> GroupCoordinator::commit_downgrade(std::string group_id, int32_t
   records.push_back(group_record(classic));
   --classic.generation;
 
-  const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
-  if (loaded_epoch(partition) != epoch || loading(partition)) co_return Error::kNotCoordinator;
-  Group* g = find(group_id);
-  if (w.error != Error::kNone) {
-    if (g != nullptr && g->consumer != nullptr) g->consumer->rewrite = true;
-    co_return coordinator_write_error(w.error);
+  if (Error e = co_await write_consumer_records(group_id, partition, epoch, std::move(records)); e != Error::kNone) {
+    co_return e;
   }
+  Group* g = find(group_id);
   if (g == nullptr) g = &create(group_id);
   g->consumer.reset();
   g->classic_timers.clear();
@@ -624,13 +599,7 @@ io::Task<net::LeaveGroupResponse> GroupCoordinator::classic_leave_consumer_group
     }
     if (e == Error::kNone) {
       const std::string id = m->id;
-      records.push_back(CoordinatorRecord{
-          member_key<net::ConsumerGroupCurrentMemberAssignmentKey>(group_id, id, kCurrentAssignmentType),
-          std::nullopt});
-      records.push_back(CoordinatorRecord{
-          member_key<net::ConsumerGroupTargetAssignmentMemberKey>(group_id, id, kTargetMemberType), std::nullopt});
-      records.push_back(CoordinatorRecord{
-          member_key<net::ConsumerGroupMemberMetadataKey>(group_id, id, kMemberMetadataType), std::nullopt});
+      member_tombstones(group_id, id, records);
       next->members.erase(id);
       next->target.erase(id);
       left.push_back(id);
