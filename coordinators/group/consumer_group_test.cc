@@ -201,13 +201,15 @@ TEST(ConsumerGroup, SteadyHeartbeatsWriteNothingAndKeepTheSession) {
   ASSERT_EQ(h.coordinator->group_state("cg"), "Stable");
   const int writes = h.log->writes;
   const int32_t epoch = a.epoch;
+  const uint64_t steady = h.coordinator->steady_heartbeats();
   // Well past one 45 s session, heartbeating every 10 s: no writes, no
-  // fencing, the same epoch.
+  // fencing, the same epoch, and no copy of the group's state.
   for (int i = 0; i < 8; ++i) {
     h.world.run_for(10s);
     EXPECT_EQ(h.beat(a).error_code, 0);
     EXPECT_EQ(h.beat(b).error_code, 0);
   }
+  EXPECT_EQ(h.coordinator->steady_heartbeats(), steady + 16);
   EXPECT_EQ(h.log->writes, writes);
   EXPECT_EQ(a.epoch, epoch);
   EXPECT_EQ(h.coordinator->group_members("cg").size(), 2u);
@@ -223,7 +225,9 @@ TEST(ConsumerGroup, SteadyHeartbeatsWriteNothingAndKeepTheSession) {
   // path (and is corrected).
   Consumer odd = a;
   odd.owned.clear();
+  const uint64_t before_odd = h.coordinator->steady_heartbeats();
   EXPECT_EQ(h.beat(odd).error_code, 0);
+  EXPECT_EQ(h.coordinator->steady_heartbeats(), before_odd);
   // A changed subscription still bumps the group epoch.
   net::ConsumerGroupHeartbeatRequest change = h.request(b);
   change.subscribed_topic_names = std::vector<std::string>{"orders"};

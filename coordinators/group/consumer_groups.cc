@@ -189,6 +189,13 @@ CoordinatorRecord member_metadata_record(const std::string& group_id, const Memb
                            record_bytes(md, 0)};
 }
 
+// A heartbeat carrying everything a joining member sends (after a lost
+// response the client sends it again): it is answered with the whole
+// assignment.
+bool full_request(const net::ConsumerGroupHeartbeatRequest& r) {
+  return r.rebalance_timeout_ms != -1 && r.subscribed_topic_names.has_value() && r.topic_partitions.has_value();
+}
+
 }  // namespace
 
 bool GroupCoordinator::ConsumerMember::same_metadata(const ConsumerMember& o) const {
@@ -780,9 +787,7 @@ void GroupCoordinator::consumer_heartbeat_step(const std::string& group_id, Cons
 
   out.member_id = member_id;
   out.member_epoch = cur.current.member_epoch;
-  const bool full_request = joining || (r.rebalance_timeout_ms != -1 && r.subscribed_topic_names.has_value() &&
-                                        r.topic_partitions.has_value());
-  out.send_assignment = full_request || cur.current.assigned != member.current.assigned;
+  out.send_assignment = joining || full_request(r) || cur.current.assigned != member.current.assigned;
 }
 
 // --- the APIs ---------------------------------------------------------------------------------
@@ -880,25 +885,24 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
       }
       next = std::make_shared<ConsumerGroup>(*std::move(converted));
     }
+  } else if (r.member_epoch == kLeaveEpoch && downgrade_allowed(*g->consumer, r.member_id) &&
+             (!r.instance_id.has_value() || g->consumer->members.at(r.member_id).instance_id == r.instance_id)) {
+    // The last consumer protocol member leaves a group of classic members:
+    // the group goes back to the classic protocol.
+    const Error e =
+        co_await commit_downgrade(group_id, partition, epoch, std::make_shared<ConsumerGroup>(*g->consumer), r.member_id);
+    if (e != Error::kNone) co_return fail(e, "");
+    wake_timers();
+    out.member_id = r.member_id;
+    out.member_epoch = kLeaveEpoch;
+    out.heartbeat_interval_ms = heartbeat_interval_ms();
+    co_return out;
   } else {
     next = std::make_shared<ConsumerGroup>(*g->consumer);
   }
   HeartbeatResult result;
   consumer_heartbeat_step(group_id, *next, r, version, client_id, client_host, result);
   if (result.error != Error::kNone) co_return fail(result.error, std::move(result.message));
-  if (r.member_epoch == kLeaveEpoch && g != nullptr && g->consumer != nullptr &&
-      downgrade_allowed(*g->consumer, result.member_id)) {
-    // The last consumer protocol member leaves a group of classic members.
-    const Error e = co_await commit_downgrade(group_id, partition, epoch, std::make_shared<ConsumerGroup>(*g->consumer),
-                                              result.member_id);
-    if (e != Error::kNone) co_return fail(e, "");
-    wake_timers();
-    out.member_id = result.member_id;
-    out.member_epoch = kLeaveEpoch;
-    out.heartbeat_interval_ms = static_cast<int32_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval).count());
-    co_return out;
-  }
   if (!conversion.empty()) {
     for (CoordinatorRecord& rec : result.records) conversion.push_back(std::move(rec));
     result.records = std::move(conversion);
@@ -936,15 +940,18 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
 
   out.member_id = result.member_id;
   out.member_epoch = result.member_epoch;
-  out.heartbeat_interval_ms =
-      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval)
-                               .count());
+  out.heartbeat_interval_ms = heartbeat_interval_ms();
   if (auto m = next->members.find(result.member_id); result.send_assignment && m != next->members.end()) {
     net::ConsumerGroupHeartbeatResponse::Assignment a;
     a.topic_partitions = to_wire<net::ConsumerGroupHeartbeatResponse::TopicPartitions>(m->second.current.assigned);
     out.assignment = std::move(a);
   }
   co_return out;
+}
+
+int32_t GroupCoordinator::heartbeat_interval_ms() const {
+  return static_cast<int32_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval).count());
 }
 
 bool GroupCoordinator::steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGroupHeartbeatRequest& r,
@@ -991,12 +998,11 @@ bool GroupCoordinator::steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGr
     if (now.has_value() && (now->id != known->second.first || now->partitions != known->second.second)) return false;
   }
   m.session_deadline = ctx_->clock().now() + config_.consumer_session_timeout;
+  ++steady_heartbeats_;
   out.member_id = m.id;
   out.member_epoch = m.current.member_epoch;
-  out.heartbeat_interval_ms =
-      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(config_.consumer_heartbeat_interval)
-                               .count());
-  if (r.rebalance_timeout_ms != -1 && r.subscribed_topic_names.has_value() && r.topic_partitions.has_value()) {
+  out.heartbeat_interval_ms = heartbeat_interval_ms();
+  if (full_request(r)) {
     net::ConsumerGroupHeartbeatResponse::Assignment a;
     a.topic_partitions = to_wire<net::ConsumerGroupHeartbeatResponse::TopicPartitions>(m.current.assigned);
     out.assignment = std::move(a);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <absl/strings/match.h>
 #include <fmt/format.h>
 
 #include "io/assert.h"
@@ -64,12 +65,6 @@ bool same_protocols(const std::vector<std::pair<std::string, io::Buffer>>& a,
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
     return x.first == y.first && x.second.view() == y.second.view();
   });
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 enum class Written : uint8_t { kGroup, kOffsets };
@@ -1333,23 +1328,23 @@ net::ListGroupsResponse GroupCoordinator::list_groups(const net::ListGroupsReque
   for (const auto& [id, g] : groups_) {
     if (loading(g->partition)) continue;
     const std::string consumer_state_name = g->consumer != nullptr ? consumer_state(*g->consumer) : std::string();
-    const std::string_view state = g->consumer != nullptr ? std::string_view(consumer_state_name) : state_name(g->state);
-    const std::string_view type = g->consumer != nullptr ? "consumer" : "classic";
+    const std::string state(g->consumer != nullptr ? std::string_view(consumer_state_name) : state_name(g->state));
+    const std::string type = g->consumer != nullptr ? "consumer" : "classic";
     if (version >= 4 && !r.states_filter.empty() &&
         std::none_of(r.states_filter.begin(), r.states_filter.end(),
-                     [&](const std::string& s) { return iequals(s, state); })) {
+                     [&](const std::string& s) { return absl::EqualsIgnoreCase(s, state); })) {
       continue;
     }
     if (version >= 5 && !r.types_filter.empty() &&
         std::none_of(r.types_filter.begin(), r.types_filter.end(),
-                     [&](const std::string& s) { return iequals(s, type); })) {
+                     [&](const std::string& s) { return absl::EqualsIgnoreCase(s, type); })) {
       continue;
     }
     auto& lg = out.groups.emplace_back();
     lg.group_id = id;
     lg.protocol_type = g->protocol_type.value_or("");
-    lg.group_state = std::string(state);
-    lg.group_type = std::string(type);
+    lg.group_state = state;
+    lg.group_type = type;
   }
   return out;
 }

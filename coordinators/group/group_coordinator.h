@@ -222,6 +222,9 @@ class GroupCoordinator final : public runtime::Coordinator {
   std::string group_state(const std::string& group_id) const;
   int32_t group_generation(const std::string& group_id) const;
   std::vector<std::string> group_members(const std::string& group_id) const;
+  // ConsumerGroupHeartbeats answered without copying the group's state
+  // (a member at the group's epoch that changed nothing).
+  uint64_t steady_heartbeats() const { return steady_heartbeats_; }
 
   enum class State : uint8_t { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable, kDead };
 
@@ -451,6 +454,7 @@ class GroupCoordinator final : public runtime::Coordinator {
   // A heartbeat of a member at the group's epoch that changes nothing:
   // answered in `out` with only its session renewed (no copy of the
   // group's state, no write). False when the full path must run.
+  int32_t heartbeat_interval_ms() const;
   bool steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGroupHeartbeatRequest& r, const std::string& client_id,
                         const std::string& client_host, net::ConsumerGroupHeartbeatResponse& out);
   // Removes member `member_id` from `next` (left, or fenced), with records.
@@ -519,6 +523,7 @@ class GroupCoordinator final : public runtime::Coordinator {
   runtime::ShardTable shards_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
   io::WaitList timer_wake_;
+  uint64_t steady_heartbeats_ = 0;
   // Background writes (an emptied group's metadata); set while run() runs.
   io::TaskScope* scope_ = nullptr;
   io::Instant next_expiry_check_{};

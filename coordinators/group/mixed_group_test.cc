@@ -477,5 +477,134 @@ TEST(MixedGroup, AClassicJoinWaitingDuringTheUpgradeIsToldToRejoin) {
   EXPECT_EQ(h.coordinator->group_members("g").size(), 3u);
 }
 
+TEST(MixedGroup, TheMigrationPolicyCanRefuseTheDowngrade) {
+  MixedHarness h([](GroupCoordinatorConfig& c) {
+    c.consumer_migration_policy = GroupCoordinatorConfig::MigrationPolicy::kUpgrade;
+  });
+  Classic a, b;
+  h.form(a, b);
+  Modern c;
+  ASSERT_EQ(h.beat(c).error_code, 0);
+  for (int round = 0; round < 12 && h.coordinator->group_state("g") != "Stable"; ++round) {
+    h.step(a);
+    h.step(b);
+    h.beat(c);
+    h.world.run_for(100ms);
+  }
+  ASSERT_EQ(h.coordinator->group_state("g"), "Stable");
+  // The last consumer protocol member leaves: the group stays a consumer
+  // group of the two classic members, which keep their partitions.
+  const int32_t before = h.coordinator->group_generation("g");
+  ASSERT_EQ(h.leave(c).error_code, 0);
+  EXPECT_EQ(h.coordinator->group_members("g").size(), 2u);
+  EXPECT_EQ(h.coordinator->group_generation("g"), before + 1);
+  net::ListGroupsRequest lr;
+  net::ListGroupsResponse listed = h.coordinator->list_groups(lr, 5);
+  ASSERT_EQ(listed.groups.size(), 1u);
+  EXPECT_EQ(listed.groups[0].group_type, "consumer");
+  for (int round = 0; round < 12 && h.check_disjoint({&a, &b}, {}) < 4; ++round) {
+    h.step(a);
+    h.step(b);
+    h.world.run_for(100ms);
+  }
+  EXPECT_EQ(h.check_disjoint({&a, &b}, {}), 4u);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
+}
+
+TEST(MixedGroup, AStaticClassicMemberReplacesItselfInAConsumerGroup) {
+  MixedHarness h;
+  Modern m;
+  ASSERT_EQ(h.beat(m).error_code, 0);
+  Classic s;
+  s.instance = "instance-1";
+  // A static member skips MEMBER_ID_REQUIRED.
+  ASSERT_EQ(h.join(s).error_code, 0);
+  for (int round = 0; round < 12 && (h.coordinator->group_state("g") != "Stable" || s.owned.empty()); ++round) {
+    h.sync(s);
+    h.step(s);
+    h.beat(m);
+    h.world.run_for(100ms);
+  }
+  ASSERT_EQ(h.coordinator->group_state("g"), "Stable");
+  ASSERT_FALSE(s.owned.empty());
+  // The same instance restarts (a new member id) while the old one is
+  // still in the group: it takes the old one's place and partitions.
+  Classic restarted;
+  restarted.instance = s.instance;
+  ASSERT_EQ(h.join(restarted).error_code, 0);
+  EXPECT_NE(restarted.id, s.id);
+  std::vector<std::string> members = h.coordinator->group_members("g");
+  EXPECT_EQ(members.size(), 2u);
+  EXPECT_EQ(std::count(members.begin(), members.end(), s.id), 0);
+  ASSERT_EQ(h.sync(restarted).error_code, 0);
+  EXPECT_EQ(restarted.owned, s.owned);
+  // The old member is fenced.
+  EXPECT_EQ(h.heartbeat(s), net::code(Error::kFencedInstanceId));
+  EXPECT_EQ(h.heartbeat(restarted), 0);
+}
+
+TEST(MixedGroup, ClassicRequestsDuringTheUpgradeWaitForIt) {
+  MixedHarness h;
+  Classic a, b, d;
+  h.form(a, b);
+  const int32_t generation = a.generation;
+  // The conversion's write takes 50 ms.
+  h.log->delay = 50ms;
+  Modern c;
+  c.id = "modern";
+  net::ConsumerGroupHeartbeatRequest join;
+  join.group_id = "g";
+  join.member_id = c.id;
+  join.member_epoch = 0;
+  join.rebalance_timeout_ms = 20000;
+  join.subscribed_topic_names = std::vector<std::string>{"t"};
+  join.topic_partitions.emplace();
+  auto upgraded = h.start(h.coordinator->consumer_group_heartbeat(std::move(join), 1, "modern", "/10.0.0.3"));
+  h.world.run_for(10ms);
+  ASSERT_FALSE(upgraded->has_value());
+
+  net::OffsetCommitRequest commit;
+  commit.group_id = "g";
+  commit.generation_id_or_member_epoch = generation;
+  commit.member_id = a.id;
+  auto& ct = commit.topics.emplace_back();
+  ct.name = "t";
+  auto& cp = ct.partitions.emplace_back();
+  cp.partition_index = 0;
+  cp.committed_offset = 42;
+  auto committed = h.start(h.coordinator->commit_offsets(std::move(commit), 8));
+  auto synced = h.Harness::start(h.sync_start(a, "g", {}));
+  net::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.members.emplace_back().member_id = b.id;
+  auto left = h.start(h.coordinator->leave_group(std::move(leave), 5));
+  auto joined = h.start_join(d);
+  h.world.run_for(10ms);
+  // None is answered while the group is being converted.
+  EXPECT_FALSE(committed->has_value());
+  EXPECT_FALSE(synced->has_value());
+  EXPECT_FALSE(left->has_value());
+  EXPECT_FALSE(joined->has_value());
+
+  ASSERT_EQ(h.await(upgraded).error_code, 0);
+  // Then each is handled by the consumer group: the commit at the member's
+  // epoch is taken, the classic member is told to rejoin by its sync, the
+  // leaving one leaves, and the new one goes through MEMBER_ID_REQUIRED.
+  net::OffsetCommitResponse cr = h.await(committed);
+  ASSERT_EQ(cr.topics.size(), 1u);
+  EXPECT_EQ(cr.topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.fetched("g", "t", 0), 42);
+  EXPECT_EQ(h.await(synced).error_code, net::code(Error::kRebalanceInProgress));
+  net::LeaveGroupResponse lr = h.await(left);
+  EXPECT_EQ(lr.error_code, 0);
+  ASSERT_EQ(lr.members.size(), 1u);
+  EXPECT_EQ(lr.members[0].error_code, 0);
+  EXPECT_EQ(h.await(joined).error_code, net::code(Error::kMemberIdRequired));
+  std::vector<std::string> members = h.coordinator->group_members("g");
+  EXPECT_EQ(members.size(), 2u);
+  EXPECT_EQ(std::count(members.begin(), members.end(), b.id), 0);
+  EXPECT_EQ(std::count(members.begin(), members.end(), a.id), 1);
+}
+
 }  // namespace
 }  // namespace brook::group

@@ -28,6 +28,7 @@
 // members (an empty group always converts).
 #include <algorithm>
 
+#include <absl/strings/match.h>
 #include <fmt/format.h>
 
 #include "coordinators/group/group_coordinator.h"
@@ -47,24 +48,17 @@ using Policy = GroupCoordinatorConfig::MigrationPolicy;
 // The newest ConsumerProtocolAssignment version.
 constexpr int16_t kAssignmentVersionMax = 3;
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // The version a consumer protocol message starts with (0 if too short).
-int16_t embedded_version(const io::Buffer& b) {
-  const std::string_view v = b.view();
-  if (v.size() < 2) return 0;
-  return static_cast<int16_t>((static_cast<uint8_t>(v[0]) << 8) | static_cast<uint8_t>(v[1]));
-}
+int16_t embedded_version(const io::Buffer& b) { return net::versioned_version(b).value_or(0); }
 
 }  // namespace
 
 std::optional<GroupCoordinatorConfig::MigrationPolicy> parse_migration_policy(std::string_view s) {
   for (Policy p : {Policy::kBidirectional, Policy::kUpgrade, Policy::kDowngrade, Policy::kDisabled}) {
-    if (iequals(s, migration_policy_name(p))) return p;
+    const std::string_view name = migration_policy_name(p);
+    if (absl::EqualsIgnoreCase(absl::string_view(s.data(), s.size()), absl::string_view(name.data(), name.size()))) {
+      return p;
+    }
   }
   return std::nullopt;
 }
