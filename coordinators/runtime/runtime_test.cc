@@ -5,6 +5,7 @@
 // and loads (replay, control batches, superseded and damaged loads).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -110,21 +111,41 @@ class MemoryAppender final : public BatchAppender {
   std::map<int32_t, std::vector<Record>> partitions;
 };
 
-struct WriterHarness {
-  WriterHarness() : world(11) {
-    node = &world.add_node();
-    node->start([this](io::Context& ctx) -> io::Task<void> {
-      appender = std::make_unique<MemoryAppender>(ctx);
-      writer = std::make_unique<BatchedWriter>(*appender, 64);
+// One simulated node that stays up; the derived harness's constructor
+// starts it with what to set up on it.
+struct NodeHarness {
+  explicit NodeHarness(uint64_t seed) : world(seed) { node = &world.add_node(); }
+  void start(std::function<void(io::Context&)> setup) {
+    node->start([this, setup = std::move(setup)](io::Context& ctx) -> io::Task<void> {
       ctx_ = &ctx;
+      setup(ctx);
       co_await ctx.clock().sleep_for(std::chrono::hours(1000));
     });
     world.run_for(1ms);
   }
-  ~WriterHarness() {
+  // Crashes the node: derived harnesses stop it before their members go.
+  void stop() {
+    if (stopped) return;
+    stopped = true;
     node->crash();
     world.run_for(1ms);
   }
+  ~NodeHarness() { stop(); }
+
+  sim::World world;
+  sim::Node* node = nullptr;
+  io::Context* ctx_ = nullptr;
+  bool stopped = false;
+};
+
+struct WriterHarness : NodeHarness {
+  WriterHarness() : NodeHarness(11) {
+    start([this](io::Context& ctx) {
+      appender = std::make_unique<MemoryAppender>(ctx);
+      writer = std::make_unique<BatchedWriter>(*appender, 64);
+    });
+  }
+  ~WriterHarness() { stop(); }
   // Starts a write of `n` records (keys `name`-i, 8 bytes each).
   std::shared_ptr<std::optional<RecordLog::Written>> write(int32_t partition, int32_t epoch, std::string name,
                                                            int n = 1) {
@@ -140,9 +161,6 @@ struct WriterHarness {
   }
   void settle() { world.run_for(1s); }
 
-  sim::World world;
-  sim::Node* node = nullptr;
-  io::Context* ctx_ = nullptr;
   std::unique_ptr<MemoryAppender> appender;
   std::unique_ptr<BatchedWriter> writer;
 };
@@ -321,27 +339,15 @@ class MemoryReader final : public PartitionReader {
   std::vector<std::pair<int64_t, io::Buffer>> batches;
 };
 
-struct LoadHarness {
-  LoadHarness() : world(5) {
-    node = &world.add_node();
-    node->start([this](io::Context& ctx) -> io::Task<void> {
-      reader = std::make_unique<MemoryReader>(ctx);
-      ctx_ = &ctx;
-      co_await ctx.clock().sleep_for(std::chrono::hours(1000));
-    });
-    world.run_for(1ms);
+struct LoadHarness : NodeHarness {
+  LoadHarness() : NodeHarness(5) {
+    start([this](io::Context& ctx) { reader = std::make_unique<MemoryReader>(ctx); });
   }
-  ~LoadHarness() {
-    node->crash();
-    world.run_for(1ms);
-  }
+  ~LoadHarness() { stop(); }
   void load(int32_t partition, int32_t epoch) {
     node->spawn(load_partition(coordinator, *reader, ctx_->clock(), ctx_->log(), "__internal", partition, epoch));
   }
 
-  sim::World world;
-  sim::Node* node = nullptr;
-  io::Context* ctx_ = nullptr;
   RecordingCoordinator coordinator;
   std::unique_ptr<MemoryReader> reader;
 };
