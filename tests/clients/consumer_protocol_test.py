@@ -17,6 +17,7 @@ it leaves. Each check prints "ok <name>" or raises.
 import os
 import socket
 import struct
+import subprocess
 import sys
 import time
 import uuid
@@ -546,10 +547,21 @@ def mixed_checks(server, work):
     b.close()
 
 
+def policy_checks(work):
+    """group.consumer.migration.policy takes Kafka's values in any case and
+    refuses others before the server starts."""
+    r = subprocess.run([base.BROOK, "server", "--data-dir", os.path.join(work, "policy"),
+                        "--override", "group.consumer.migration.policy=sideways"],
+                       capture_output=True, timeout=30)
+    check("an unknown migration policy is refused",
+          r.returncode != 0 and b"group.consumer.migration.policy" in r.stderr, (r.returncode, r.stderr[-300:]))
+
+
 def main():
     def all_checks(server, work):
         checks(server, work)
         mixed_checks(server, work)
+        policy_checks(work)
     base.run_with_server("brook-kip848-", all_checks, extra_args=["--override", "group.initial.rebalance.delay.ms=0"],
                          done="all consumer protocol checks passed")
 
