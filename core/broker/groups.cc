@@ -262,7 +262,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
       CO_ASSIGN_OR_RETURN(net::JoinGroupRequest r, net::decode_body<net::JoinGroupRequest>(frame));
       std::string client_id = frame.header.client_id.value_or("");
       net::JoinGroupResponse out =
-          co_await groups_.join_group(std::move(r), version, std::move(client_id), std::string());
+          co_await groups_.join_group(std::move(r), version, std::move(client_id), frame.client_host);
       co_return net::encode_response(out, frame.header);
     }
     case net::SyncGroupRequest::kApiKey: {
@@ -311,7 +311,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
                           net::decode_body<net::ConsumerGroupHeartbeatRequest>(frame));
       std::string client_id = frame.header.client_id.value_or("");
       net::ConsumerGroupHeartbeatResponse out =
-          co_await groups_.consumer_group_heartbeat(std::move(r), version, std::move(client_id), std::string());
+          co_await groups_.consumer_group_heartbeat(std::move(r), version, std::move(client_id), frame.client_host);
       co_return net::encode_response(out, frame.header);
     }
     case net::ConsumerGroupDescribeRequest::kApiKey: {

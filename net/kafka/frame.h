@@ -57,6 +57,9 @@ struct RequestFrame {
   int16_t header_version = 1;
   // The body: the frame after the header.
   io::Buffer body;
+  // The client's address as Kafka reports it in group descriptions
+  // ("/127.0.0.1"); empty when not read from a connection.
+  std::string client_host;
 };
 
 // What a server makes of a request frame.

@@ -100,6 +100,7 @@ namespace {
 io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,
                                 ServeOptions options) {
   FrameReader reader(options.max_request_bytes);
+  const std::string client_host = "/" + conn->peer_address().host;
   const bool idle_limit = options.clock != nullptr && options.idle_timeout > io::Duration::zero();
   while (true) {
     absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
@@ -114,6 +115,7 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
     if (!frame.ok()) break;
     absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
     if (!parsed.ok()) break;
+    parsed->frame.client_host = client_host;
     absl::StatusOr<io::BufferChain> response = co_await (*handler)(std::move(parsed->frame));
     if (!response.ok()) break;
     if (response->size() == 0) continue;  // a request without an answer (Produce, acks=0)

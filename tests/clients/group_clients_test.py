@@ -309,8 +309,8 @@ def brook_groups_checks(server):
     members = brook("--describe", "--group", "active", "--members").stdout
     rows = [line.split() for line in members.splitlines() if line.startswith("active ")]
     # GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS; librdkafka's client.id is "rdkafka".
-    check("brook groups --describe --members lists the member with its client id",
-          len(rows) == 1 and "rdkafka" in rows[0] and rows[0][-1] == "2", members)
+    check("brook groups --describe --members lists the member with its host and client id",
+          len(rows) == 1 and rows[0][2] == "/127.0.0.1" and rows[0][3] == "rdkafka" and rows[0][-1] == "2", members)
     active.close()
     brook("--delete", "--group", "kp")
     check("brook groups --delete removes the group", "kp" not in brook("--list").stdout.split(), "")
