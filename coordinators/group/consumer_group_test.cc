@@ -676,5 +676,32 @@ RC_GTEST_PROP(ConsumerGroupModel, NoPartitionInTwoMembersAndConvergence, ()) {
   RC_ASSERT(seen.size() == (events ? 10u : 6u));
 }
 
+TEST(ConsumerGroup, OffsetsOfTopicsNoMemberSubscribesToExpire) {
+  ConsumerHarness h;  // offsets.retention 1 h
+  Consumer a;
+  a.id = "a";
+  a.topics = {"orders"};
+  h.settle({&a});
+  for (const char* topic : {"orders", "events"}) {
+    net::OffsetCommitRequest r;
+    r.group_id = "cg";
+    r.generation_id_or_member_epoch = a.epoch;
+    r.member_id = a.id;
+    auto& t = r.topics.emplace_back();
+    t.name = topic;
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    p.committed_offset = 42;
+    EXPECT_EQ(h.call(h.coordinator->commit_offsets(std::move(r), 9)).topics[0].partitions[0].error_code, 0);
+  }
+  for (int i = 0; i < 62 * 6; ++i) {  // 62 minutes, heartbeats every 10 s
+    h.world.run_for(10s);
+    ASSERT_EQ(h.beat(a).error_code, 0);
+  }
+  EXPECT_EQ(h.fetched("cg", "orders", 0), 42);
+  EXPECT_EQ(h.fetched("cg", "events", 0), -1);
+  EXPECT_EQ(h.coordinator->group_members("cg").size(), 1u);
+}
+
 }  // namespace
 }  // namespace brook::group

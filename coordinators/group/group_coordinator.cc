@@ -111,14 +111,17 @@ io::Buffer offset_commit_key(const std::string& group, const std::string& topic,
   return versioned(k, kOffsetCommitKeyVersion);
 }
 
+// An offset with an expiry time is written at version 1, the only one with
+// the field (as Kafka does).
 io::Buffer offset_commit_value(int64_t offset, int32_t leader_epoch, const std::string& metadata,
-                               int64_t commit_timestamp_ms) {
+                               int64_t commit_timestamp_ms, int64_t expire_timestamp_ms) {
   net::OffsetCommitValue v;
   v.offset = offset;
   v.leader_epoch = leader_epoch;
   v.metadata = metadata;
   v.commit_timestamp = commit_timestamp_ms;
-  return versioned(v, kOffsetCommitValueVersion);
+  v.expire_timestamp = expire_timestamp_ms;
+  return versioned(v, expire_timestamp_ms >= 0 ? 1 : kOffsetCommitValueVersion);
 }
 
 io::Buffer group_metadata_key(const std::string& group) {
@@ -216,6 +219,7 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     e.leader_epoch = v->leader_epoch;
     e.metadata = v->metadata;
     e.commit_timestamp_ms = v->commit_timestamp;
+    e.expire_timestamp_ms = v->expire_timestamp;
     e.record_offset = offset;
     return absl::OkStatus();
   }
@@ -1086,9 +1090,13 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
       e.leader_epoch = version >= 6 ? p.committed_leader_epoch : -1;
       e.metadata = metadata;
       e.commit_timestamp_ms = version == 1 && p.commit_timestamp >= 0 ? p.commit_timestamp : now;
+      // (-1: the broker's retention; versions 5+ have no such field.)
+      if (version >= 2 && version <= 4 && r.retention_time_ms != -1) {
+        e.expire_timestamp_ms = r.retention_time_ms > INT64_MAX - now ? INT64_MAX : now + r.retention_time_ms;
+      }
       records.push_back(CoordinatorRecord{offset_commit_key(r.group_id, t.name, p.partition_index),
                                           offset_commit_value(e.offset, e.leader_epoch, e.metadata,
-                                                              e.commit_timestamp_ms)});
+                                                              e.commit_timestamp_ms, e.expire_timestamp_ms)});
       pending.push_back(Pending{po, t.name, p.partition_index, std::move(e)});
     }
   }
@@ -1096,8 +1104,15 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
   const int32_t partition = g->partition;
   const int32_t epoch = *shards_.epoch(partition);
   const std::string group_id = g->id;
+  for (const Pending& p : pending) ++g->committing[{p.topic, p.partition}];
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   g = find(group_id);
+  if (g != nullptr) {
+    for (const Pending& p : pending) {
+      auto it = g->committing.find({p.topic, p.partition});
+      if (it != g->committing.end() && --it->second <= 0) g->committing.erase(it);
+    }
+  }
   if (w.error != Error::kNone) {
     const Error e = write_error(w.error, Written::kOffsets);
     for (Pending& p : pending) p.out->error_code = code(e);
@@ -1482,6 +1497,37 @@ void GroupCoordinator::on_timers() {
   }
 }
 
+std::optional<GroupCoordinator::ExpiryRule> GroupCoordinator::expiry_rule(const Group& g) const {
+  ExpiryRule rule;
+  if (g.consumer != nullptr) {
+    // A consumer protocol group: offsets of topics no member subscribes to
+    // expire from their commit.
+    for (const auto& [name, meta] : g.consumer->subscribed) rule.subscribed.insert(name);
+    for (const auto& [id, m] : g.consumer->members) {
+      rule.subscribed.insert(m.subscribed_topic_names.begin(), m.subscribed_topic_names.end());
+    }
+    return rule;
+  }
+  // No protocol type: a group that only commits (a standalone consumer).
+  if (!g.protocol_type.has_value()) return rule;
+  if (g.state == State::kEmpty) {
+    rule.from_empty = true;
+    return rule;
+  }
+  // A stable classic consumer group expires the offsets of topics none of
+  // its members subscribes to (when every subscription can be read).
+  if (g.state != State::kStable || *g.protocol_type != "consumer" || !g.protocol.has_value()) return std::nullopt;
+  for (const auto& [id, m] : g.members) {
+    const io::Buffer* metadata = m.metadata(*g.protocol);
+    if (metadata == nullptr) return std::nullopt;
+    absl::StatusOr<net::ConsumerProtocolSubscription> sub =
+        net::decode_versioned<net::ConsumerProtocolSubscription>(*metadata, /*tolerant=*/true);
+    if (!sub.ok()) return std::nullopt;
+    rule.subscribed.insert(sub->topics.begin(), sub->topics.end());
+  }
+  return rule;
+}
+
 io::Task<void> GroupCoordinator::expire_offsets() {
   const int64_t now = now_ms();
   const int64_t retention =
@@ -1492,25 +1538,32 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     const int32_t partition = partition_for(id);
     auto lock = co_await shards_.lock(partition).lock();
     Group* g = find(id);
-    if (g == nullptr || loading(g->partition) || g->state != State::kEmpty) continue;
-    const bool consumer = g->consumer != nullptr;
-    if (consumer && !g->consumer->members.empty()) continue;
+    if (g == nullptr || loading(g->partition) || g->converting) continue;
+    const std::optional<ExpiryRule> rule = expiry_rule(*g);
+    if (!rule.has_value()) continue;
     std::vector<CoordinatorRecord> records;
     std::vector<std::pair<std::string, int32_t>> expired;
     for (const auto& [key, e] : g->offsets) {
-      // An empty consumer group's offsets expire a retention period after
-      // it became empty; a group without a protocol (manual commits) counts
-      // from each commit.
-      const int64_t base = g->protocol_type.has_value() ? std::max(g->state_timestamp_ms, e.commit_timestamp_ms)
-                                                        : e.commit_timestamp_ms;
-      if (now - base >= retention) {
+      // Offsets of consumed topics, and those being committed, stay. One
+      // committed with a retention time expires then; the others a
+      // retention period after their commit, or in an emptied group after
+      // it emptied.
+      if (rule->subscribed.contains(key.first) || g->committing.contains(key)) continue;
+      const bool gone = e.expire_timestamp_ms >= 0
+                            ? now >= e.expire_timestamp_ms
+                            : now - (rule->from_empty ? std::max(g->state_timestamp_ms, e.commit_timestamp_ms)
+                                                      : e.commit_timestamp_ms) >=
+                                  retention;
+      if (gone) {
         records.push_back(CoordinatorRecord{offset_commit_key(id, key.first, key.second), std::nullopt});
         expired.push_back(key);
       }
     }
-    const bool drop_group = expired.size() == g->offsets.size() && g->pending_members.empty();
+    const bool empty = g->consumer != nullptr ? g->consumer->members.empty() : g->state == State::kEmpty;
+    const bool drop_group = empty && expired.size() == g->offsets.size() && g->pending_members.empty() &&
+                            g->committing.empty();
     if (drop_group) {
-      if (consumer) {
+      if (g->consumer != nullptr) {
         for (CoordinatorRecord& rec : consumer_group_tombstones(id)) records.push_back(std::move(rec));
       } else {
         records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
@@ -1522,9 +1575,17 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     if (w.error != Error::kNone) continue;
     g = find(id);
     if (g == nullptr) continue;
-    for (const auto& key : expired) g->offsets.erase(key);
-    ctx_->log().info("group coordinator: expired {} offsets of group {}", expired.size(), id);
-    if (drop_group && g->state == State::kEmpty && g->offsets.empty() &&
+    size_t erased = 0;
+    for (size_t i = 0; i < expired.size(); ++i) {
+      // (A commit written after the tombstone stays.)
+      auto it = g->offsets.find(expired[i]);
+      if (it != g->offsets.end() && it->second.record_offset < w.base_offset + static_cast<int64_t>(i)) {
+        g->offsets.erase(it);
+        ++erased;
+      }
+    }
+    ctx_->log().info("group coordinator: expired {} offsets of group {}", erased, id);
+    if (drop_group && g->state == State::kEmpty && g->offsets.empty() && g->committing.empty() &&
         (g->consumer == nullptr || g->consumer->members.empty())) {
       groups_.erase(id);
     }

@@ -261,6 +261,9 @@ class GroupCoordinator final : public runtime::Coordinator {
     int32_t leader_epoch = -1;
     std::string metadata;
     int64_t commit_timestamp_ms = -1;
+    // Set by OffsetCommit v2-v4's retention time: the offset expires then,
+    // whatever the group's state.
+    int64_t expire_timestamp_ms = -1;
     int64_t record_offset = -1;  // where it is in the partition
   };
   // What a member of a consumer protocol group that uses the classic
@@ -328,6 +331,8 @@ class GroupCoordinator final : public runtime::Coordinator {
     io::Instant sync_deadline{};
     int64_t state_timestamp_ms = -1;
     std::map<std::pair<std::string, int32_t>, OffsetEntry> offsets;
+    // Commits being written, per partition: not expired meanwhile.
+    std::map<std::pair<std::string, int32_t>, int> committing;
     // A member joined during the initial delay (which then extends).
     bool new_member_added = false;
     // Set when the group uses the consumer protocol (its classic members
@@ -401,6 +406,14 @@ class GroupCoordinator final : public runtime::Coordinator {
   void wake_timers();
   void on_timers();
   io::Task<void> expire_offsets();
+  // Kafka's offset expiry for group `g`: nullopt when none of its offsets
+  // may expire now; else the topics it consumes (their offsets stay) and
+  // whether the others' retention counts from when the group emptied.
+  struct ExpiryRule {
+    std::set<std::string> subscribed;
+    bool from_empty = false;
+  };
+  std::optional<ExpiryRule> expiry_rule(const Group& g) const;
 
   // JoinGroup for a member without an id.
   void join_unknown_member(Group& g, const net::JoinGroupRequest& r, int16_t version, const std::string& client_id,

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "coordinators/group/test_harness.h"
+#include "net/kafka/messages/consumer_protocol_subscription.h"
+#include "net/kafka/versioned.h"
 
 namespace brook::group {
 namespace {
@@ -291,6 +293,89 @@ TEST(GroupCoordinator, OffsetsExpireAfterTheGroupEmpties) {
   h.reload();
   EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
   EXPECT_EQ(h.fetched("g", "t", 0), -1);
+}
+
+TEST(GroupCoordinator, AStableGroupLosesOnlyTheOffsetsOfTopicsItNoLongerConsumes) {
+  Harness h;  // offsets.retention 1 h, checked every minute
+  net::ConsumerProtocolSubscription sub;
+  sub.topics = {"t"};
+  absl::StatusOr<io::Buffer> encoded = net::encode_versioned(sub, 1);
+  ASSERT_TRUE(encoded.ok());
+  auto [a, b, gen] = h.form_group("g", std::string(encoded->view()));
+  EXPECT_EQ(h.commit("g", gen, a, "t", 0, 5).topics[0].partitions[0].error_code, 0);
+  EXPECT_EQ(h.commit("g", gen, a, "u", 0, 9).topics[0].partitions[0].error_code, 0);
+  for (int i = 0; i < 62 * 12; ++i) {  // 62 minutes, heartbeats every 5 s
+    h.world.run_for(5s);
+    EXPECT_EQ(h.heartbeat("g", gen, a), 0);
+    EXPECT_EQ(h.heartbeat("g", gen, b), 0);
+  }
+  EXPECT_EQ(h.fetched("g", "t", 0), 5);
+  EXPECT_EQ(h.fetched("g", "u", 0), -1);
+  EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
+  h.reload();
+  EXPECT_EQ(h.fetched("g", "t", 0), 5);
+  EXPECT_EQ(h.fetched("g", "u", 0), -1);
+}
+
+TEST(GroupCoordinator, ARetentionTimeOfOldCommitsIsKept) {
+  Harness h;  // offsets.retention 1 h, checked every minute
+  auto commit = [&](const std::string& group, int16_t version, int64_t retention_ms) {
+    net::OffsetCommitRequest r;
+    r.group_id = group;
+    r.generation_id_or_member_epoch = -1;
+    r.retention_time_ms = retention_ms;
+    auto& t = r.topics.emplace_back();
+    t.name = "t";
+    auto& p = t.partitions.emplace_back();
+    p.partition_index = 0;
+    p.committed_offset = 11;
+    return h.call(h.coordinator->commit_offsets(std::move(r), version)).topics[0].partitions[0].error_code;
+  };
+  EXPECT_EQ(commit("short", 2, 10 * 60 * 1000), 0);     // 10 minutes
+  EXPECT_EQ(commit("long", 4, 3 * 60 * 60 * 1000), 0);  // 3 hours
+  EXPECT_EQ(commit("default", 2, -1), 0);               // the broker's hour
+  EXPECT_EQ(commit("ignored", 5, 10 * 60 * 1000), 0);   // (v5+ has no retention time)
+  // The expiry time is part of the record.
+  h.world.run_for(5min);
+  h.reload();
+  h.world.run_for(7min);
+  EXPECT_EQ(h.fetched("short", "t", 0), -1);
+  EXPECT_EQ(h.coordinator->group_state("short"), "Dead");
+  EXPECT_EQ(h.fetched("long", "t", 0), 11);
+  EXPECT_EQ(h.fetched("default", "t", 0), 11);
+  EXPECT_EQ(h.fetched("ignored", "t", 0), 11);
+  h.world.run_for(50min);
+  EXPECT_EQ(h.fetched("long", "t", 0), 11);
+  EXPECT_EQ(h.fetched("default", "t", 0), -1);
+  EXPECT_EQ(h.fetched("ignored", "t", 0), -1);
+  h.world.run_for(2h);
+  EXPECT_EQ(h.fetched("long", "t", 0), -1);
+}
+
+TEST(GroupCoordinator, AnOffsetCommittedWhileItExpiresIsKept) {
+  Harness h;
+  EXPECT_EQ(h.commit("manual", -1, "", "t", 0, 7).topics[0].partitions[0].error_code, 0);
+  // Just before the expiry check that removes the offset (the one after an
+  // hour), a new commit of it starts: writes take 40 s meanwhile.
+  h.world.run_for(60min + 40s);
+  h.log->delay = 40s;
+  net::OffsetCommitRequest r;
+  r.group_id = "manual";
+  r.generation_id_or_member_epoch = -1;
+  auto& t = r.topics.emplace_back();
+  t.name = "t";
+  auto& p = t.partitions.emplace_back();
+  p.partition_index = 0;
+  p.committed_offset = 8;
+  auto recommit = h.start(h.coordinator->commit_offsets(std::move(r), 8));
+  h.world.run_for(35s);
+  h.log->delay = 2ms;
+  net::OffsetCommitResponse out = h.await(recommit);
+  EXPECT_EQ(out.topics[0].partitions[0].error_code, 0);
+  h.world.run_for(1min);
+  EXPECT_EQ(h.fetched("manual", "t", 0), 8);
+  h.reload();
+  EXPECT_EQ(h.fetched("manual", "t", 0), 8);
 }
 
 }  // namespace

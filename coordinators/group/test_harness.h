@@ -144,9 +144,10 @@ struct Harness {
     return r;
   }
   std::shared_ptr<std::optional<net::JoinGroupResponse>> join(const std::string& group, const std::string& member_id,
-                                                             std::optional<std::string> instance = std::nullopt) {
-    return start(coordinator->join_group(join_request(group, member_id, std::move(instance)), kJoinVersion, "client",
-                                         "/127.0.0.1"));
+                                                             std::optional<std::string> instance = std::nullopt,
+                                                             std::string metadata = "sub") {
+    return start(coordinator->join_group(join_request(group, member_id, std::move(instance), std::move(metadata)),
+                                         kJoinVersion, "client", "/127.0.0.1"));
   }
   std::shared_ptr<std::optional<net::SyncGroupResponse>> sync(const std::string& group, int32_t generation,
                                                              const std::string& member_id,
@@ -198,12 +199,12 @@ struct Harness {
   }
   // Two dynamic members in one group, through MEMBER_ID_REQUIRED, the
   // join and the sync: {leader id, follower id, generation}.
-  std::tuple<std::string, std::string, int32_t> form_group(const std::string& group) {
-    net::JoinGroupResponse a0 = await(join(group, ""));
+  std::tuple<std::string, std::string, int32_t> form_group(const std::string& group, const std::string& metadata = "sub") {
+    net::JoinGroupResponse a0 = await(join(group, "", std::nullopt, metadata));
     EXPECT_EQ(a0.error_code, net::code(net::Error::kMemberIdRequired));
-    net::JoinGroupResponse b0 = await(join(group, ""));
-    auto a = join(group, a0.member_id);
-    auto b = join(group, b0.member_id);
+    net::JoinGroupResponse b0 = await(join(group, "", std::nullopt, metadata));
+    auto a = join(group, a0.member_id, std::nullopt, metadata);
+    auto b = join(group, b0.member_id, std::nullopt, metadata);
     net::JoinGroupResponse ja = await(a);
     net::JoinGroupResponse jb = await(b);
     EXPECT_EQ(ja.error_code, 0);
