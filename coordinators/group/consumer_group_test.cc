@@ -701,6 +701,13 @@ TEST(ConsumerGroup, OffsetsOfTopicsNoMemberSubscribesToExpire) {
   EXPECT_EQ(h.fetched("cg", "orders", 0), 42);
   EXPECT_EQ(h.fetched("cg", "events", 0), -1);
   EXPECT_EQ(h.coordinator->group_members("cg").size(), 1u);
+  // Without members the rest goes too, and then the group.
+  auto bye = h.request(a);
+  bye.member_epoch = -1;
+  ASSERT_EQ(h.send(bye).error_code, 0);
+  h.world.run_for(2min);
+  EXPECT_EQ(h.fetched("cg", "orders", 0), -1);
+  EXPECT_EQ(h.coordinator->group_state("cg"), "Dead");
 }
 
 }  // namespace

@@ -1501,7 +1501,8 @@ std::optional<GroupCoordinator::ExpiryRule> GroupCoordinator::expiry_rule(const 
   ExpiryRule rule;
   if (g.consumer != nullptr) {
     // A consumer protocol group: offsets of topics no member subscribes to
-    // expire from their commit.
+    // (by name or regular expression) expire from their commit.
+    if (g.consumer->members.empty()) return rule;
     for (const auto& [name, meta] : g.consumer->subscribed) rule.subscribed.insert(name);
     for (const auto& [id, m] : g.consumer->members) {
       rule.subscribed.insert(m.subscribed_topic_names.begin(), m.subscribed_topic_names.end());
