@@ -112,16 +112,7 @@ struct ConsumerHarness : Harness {
     EXPECT_EQ(coordinator->group_state(group), "Stable");
   }
   net::OffsetCommitResponse commit_at(const Consumer& c, int32_t epoch, int16_t version) {
-    net::OffsetCommitRequest r;
-    r.group_id = "cg";
-    r.generation_id_or_member_epoch = epoch;
-    r.member_id = c.id;
-    auto& t = r.topics.emplace_back();
-    t.name = "orders";
-    auto& p = t.partitions.emplace_back();
-    p.partition_index = 0;
-    p.committed_offset = 42;
-    return call(coordinator->commit_offsets(std::move(r), version));
+    return call(coordinator->commit_offsets(commit_request("cg", epoch, c.id, "orders", 0, 42), version));
   }
 };
 
@@ -683,16 +674,9 @@ TEST(ConsumerGroup, OffsetsOfTopicsNoMemberSubscribesToExpire) {
   a.topics = {"orders"};
   h.settle({&a});
   for (const char* topic : {"orders", "events"}) {
-    net::OffsetCommitRequest r;
-    r.group_id = "cg";
-    r.generation_id_or_member_epoch = a.epoch;
-    r.member_id = a.id;
-    auto& t = r.topics.emplace_back();
-    t.name = topic;
-    auto& p = t.partitions.emplace_back();
-    p.partition_index = 0;
-    p.committed_offset = 42;
-    EXPECT_EQ(h.call(h.coordinator->commit_offsets(std::move(r), 9)).topics[0].partitions[0].error_code, 0);
+    net::OffsetCommitResponse out =
+        h.call(h.coordinator->commit_offsets(h.commit_request("cg", a.epoch, a.id, topic, 0, 42), 9));
+    EXPECT_EQ(out.topics[0].partitions[0].error_code, 0);
   }
   for (int i = 0; i < 62 * 6; ++i) {  // 62 minutes, heartbeats every 10 s
     h.world.run_for(10s);

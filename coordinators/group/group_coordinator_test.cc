@@ -269,11 +269,7 @@ TEST(GroupCoordinator, OffsetsExpireAfterTheGroupEmpties) {
   EXPECT_EQ(h.commit("g", gen, a, "t", 0, 5).topics[0].partitions[0].error_code, 0);
   EXPECT_EQ(h.commit("manual", -1, "", "t", 1, 7).topics[0].partitions[0].error_code, 0);
   // Members keep the offsets however old they get.
-  for (int i = 0; i < 80 * 12; ++i) {  // 80 minutes, heartbeats every 5 s
-    h.world.run_for(5s);
-    EXPECT_EQ(h.heartbeat("g", gen, a), 0);
-    EXPECT_EQ(h.heartbeat("g", gen, b), 0);
-  }
+  h.heartbeat_for(80min, "g", gen, {a, b});
   EXPECT_EQ(h.fetched("g", "t", 0), 5);
   // A group without members (manual commits) counts from the commit.
   EXPECT_EQ(h.fetched("manual", "t", 1), -1);
@@ -304,11 +300,7 @@ TEST(GroupCoordinator, AStableGroupLosesOnlyTheOffsetsOfTopicsItNoLongerConsumes
   auto [a, b, gen] = h.form_group("g", std::string(encoded->view()));
   EXPECT_EQ(h.commit("g", gen, a, "t", 0, 5).topics[0].partitions[0].error_code, 0);
   EXPECT_EQ(h.commit("g", gen, a, "u", 0, 9).topics[0].partitions[0].error_code, 0);
-  for (int i = 0; i < 62 * 12; ++i) {  // 62 minutes, heartbeats every 5 s
-    h.world.run_for(5s);
-    EXPECT_EQ(h.heartbeat("g", gen, a), 0);
-    EXPECT_EQ(h.heartbeat("g", gen, b), 0);
-  }
+  h.heartbeat_for(62min, "g", gen, {a, b});
   EXPECT_EQ(h.fetched("g", "t", 0), 5);
   EXPECT_EQ(h.fetched("g", "u", 0), -1);
   EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
@@ -320,15 +312,8 @@ TEST(GroupCoordinator, AStableGroupLosesOnlyTheOffsetsOfTopicsItNoLongerConsumes
 TEST(GroupCoordinator, ARetentionTimeOfOldCommitsIsKept) {
   Harness h;  // offsets.retention 1 h, checked every minute
   auto commit = [&](const std::string& group, int16_t version, int64_t retention_ms) {
-    net::OffsetCommitRequest r;
-    r.group_id = group;
-    r.generation_id_or_member_epoch = -1;
+    net::OffsetCommitRequest r = Harness::commit_request(group, -1, "", "t", 0, 11);
     r.retention_time_ms = retention_ms;
-    auto& t = r.topics.emplace_back();
-    t.name = "t";
-    auto& p = t.partitions.emplace_back();
-    p.partition_index = 0;
-    p.committed_offset = 11;
     return h.call(h.coordinator->commit_offsets(std::move(r), version)).topics[0].partitions[0].error_code;
   };
   EXPECT_EQ(commit("short", 2, 10 * 60 * 1000), 0);     // 10 minutes
@@ -359,15 +344,7 @@ TEST(GroupCoordinator, AnOffsetCommittedWhileItExpiresIsKept) {
   // hour), a new commit of it starts: writes take 40 s meanwhile.
   h.world.run_for(60min + 40s);
   h.log->delay = 40s;
-  net::OffsetCommitRequest r;
-  r.group_id = "manual";
-  r.generation_id_or_member_epoch = -1;
-  auto& t = r.topics.emplace_back();
-  t.name = "t";
-  auto& p = t.partitions.emplace_back();
-  p.partition_index = 0;
-  p.committed_offset = 8;
-  auto recommit = h.start(h.coordinator->commit_offsets(std::move(r), 8));
+  auto recommit = h.start(h.coordinator->commit_offsets(Harness::commit_request("manual", -1, "", "t", 0, 8), 8));
   h.world.run_for(35s);
   h.log->delay = 2ms;
   net::OffsetCommitResponse out = h.await(recommit);

@@ -80,6 +80,10 @@ Owned decode_assignment(const io::Buffer& b) {
   return out;
 }
 
+std::function<void(GroupCoordinatorConfig&)> with_policy(GroupCoordinatorConfig::MigrationPolicy p) {
+  return [p](GroupCoordinatorConfig& c) { c.consumer_migration_policy = p; };
+}
+
 struct MixedHarness : Harness {
   explicit MixedHarness(std::function<void(GroupCoordinatorConfig&)> configure = {}) : Harness(std::move(configure)) {
     log->add_topic("t", 4);
@@ -436,9 +440,7 @@ TEST(MixedGroup, ASessionTimeoutOfTheLastConsumerProtocolMemberDowngrades) {
 }
 
 TEST(MixedGroup, TheMigrationPolicyCanRefuseTheUpgrade) {
-  MixedHarness h([](GroupCoordinatorConfig& c) {
-    c.consumer_migration_policy = GroupCoordinatorConfig::MigrationPolicy::kDowngrade;
-  });
+  MixedHarness h(with_policy(GroupCoordinatorConfig::MigrationPolicy::kDowngrade));
   Classic a, b;
   h.form(a, b);
   Modern c;
@@ -478,9 +480,7 @@ TEST(MixedGroup, AClassicJoinWaitingDuringTheUpgradeIsToldToRejoin) {
 }
 
 TEST(MixedGroup, TheMigrationPolicyCanRefuseTheDowngrade) {
-  MixedHarness h([](GroupCoordinatorConfig& c) {
-    c.consumer_migration_policy = GroupCoordinatorConfig::MigrationPolicy::kUpgrade;
-  });
+  MixedHarness h(with_policy(GroupCoordinatorConfig::MigrationPolicy::kUpgrade));
   Classic a, b;
   h.form(a, b);
   Modern c;
@@ -563,16 +563,7 @@ TEST(MixedGroup, ClassicRequestsDuringTheUpgradeWaitForIt) {
   h.world.run_for(10ms);
   ASSERT_FALSE(upgraded->has_value());
 
-  net::OffsetCommitRequest commit;
-  commit.group_id = "g";
-  commit.generation_id_or_member_epoch = generation;
-  commit.member_id = a.id;
-  auto& ct = commit.topics.emplace_back();
-  ct.name = "t";
-  auto& cp = ct.partitions.emplace_back();
-  cp.partition_index = 0;
-  cp.committed_offset = 42;
-  auto committed = h.start(h.coordinator->commit_offsets(std::move(commit), 8));
+  auto committed = h.start(h.coordinator->commit_offsets(Harness::commit_request("g", generation, a.id, "t", 0, 42), 8));
   auto synced = h.Harness::start(h.sync_start(a, "g", {}));
   net::LeaveGroupRequest leave;
   leave.group_id = "g";

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "coordinators/group/group_coordinator.h"
 #include "sim/world.h"
@@ -170,8 +171,18 @@ struct Harness {
     r.member_id = member_id;
     return coordinator->heartbeat(r, 3).error_code;
   }
-  net::OffsetCommitResponse commit(const std::string& group, int32_t generation, const std::string& member_id,
-                                   const std::string& topic, int32_t partition, int64_t offset) {
+  // Runs the world for `d` with `members` of `group` heartbeating every 5 s.
+  void heartbeat_for(io::Duration d, const std::string& group, int32_t generation,
+                     const std::vector<std::string>& members) {
+    for (io::Duration t{0}; t < d; t += 5s) {
+      world.run_for(5s);
+      for (const std::string& m : members) EXPECT_EQ(heartbeat(group, generation, m), 0);
+    }
+  }
+  // An OffsetCommit of one partition.
+  static net::OffsetCommitRequest commit_request(const std::string& group, int32_t generation,
+                                                 const std::string& member_id, const std::string& topic,
+                                                 int32_t partition, int64_t offset) {
     net::OffsetCommitRequest r;
     r.group_id = group;
     r.generation_id_or_member_epoch = generation;
@@ -181,8 +192,13 @@ struct Harness {
     auto& p = t.partitions.emplace_back();
     p.partition_index = partition;
     p.committed_offset = offset;
-    p.committed_leader_epoch = 3;
-    p.committed_metadata = "meta";
+    return r;
+  }
+  net::OffsetCommitResponse commit(const std::string& group, int32_t generation, const std::string& member_id,
+                                   const std::string& topic, int32_t partition, int64_t offset) {
+    net::OffsetCommitRequest r = commit_request(group, generation, member_id, topic, partition, offset);
+    r.topics[0].partitions[0].committed_leader_epoch = 3;
+    r.topics[0].partitions[0].committed_metadata = "meta";
     return call(coordinator->commit_offsets(std::move(r), 8));
   }
   // The committed offset of one partition (-1 when none), or the error.
