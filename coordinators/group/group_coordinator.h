@@ -464,10 +464,11 @@ class GroupCoordinator final : public runtime::Coordinator {
                                const net::ConsumerGroupHeartbeatRequest& r, int16_t version,
                                const std::string& client_id, const std::string& client_host,
                                HeartbeatResult& out, const ClassicMetadata* classic = nullptr);
+  // group.consumer.heartbeat.interval.ms, as heartbeat responses carry it.
+  int32_t heartbeat_interval_ms() const;
   // A heartbeat of a member at the group's epoch that changes nothing:
   // answered in `out` with only its session renewed (no copy of the
   // group's state, no write). False when the full path must run.
-  int32_t heartbeat_interval_ms() const;
   bool steady_heartbeat(ConsumerGroup& cg, const net::ConsumerGroupHeartbeatRequest& r, const std::string& client_id,
                         const std::string& client_host, net::ConsumerGroupHeartbeatResponse& out);
   // Removes member `member_id` from `next` (left, or fenced), with records.
