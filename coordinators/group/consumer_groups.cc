@@ -1049,7 +1049,13 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
   struct Done {
     GroupCoordinator* self;
     std::pair<std::string, std::string> key;
-    ~Done() { self->fencing_.erase(key); }
+    // The timer loop leaves members being fenced out of its next deadline:
+    // it looks again (a failed fence is retried; a member that came back
+    // expires later).
+    ~Done() {
+      self->fencing_.erase(key);
+      self->wake_timers();
+    }
   } done{this, {group_id, member_id}};
   const int32_t partition = partition_for(group_id);
   auto lock = co_await shards_.lock(partition).lock();
