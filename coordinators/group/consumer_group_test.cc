@@ -694,5 +694,26 @@ TEST(ConsumerGroup, OffsetsOfTopicsNoMemberSubscribesToExpire) {
   EXPECT_EQ(h.coordinator->group_state("cg"), "Dead");
 }
 
+TEST(ConsumerGroup, AFailedFenceIsRetried) {
+  ConsumerHarness h;  // 45 s sessions
+  Consumer a, b;
+  a.id = "a";
+  b.id = "b";
+  h.settle({&a, &b});
+  ASSERT_EQ(h.coordinator->group_members("cg").size(), 2u);
+  // Both go quiet past their sessions, and their fences fail, slowly: one
+  // waits for the other's write, so for a while the coordinator's timers
+  // have no member deadline to wake for.
+  h.log->delay = 3s;
+  h.log->fail_writes = 2;
+  for (int i = 0; i < 600 && h.log->fail_writes > 0; ++i) h.world.run_for(100ms);
+  ASSERT_EQ(h.log->fail_writes, 0);
+  EXPECT_EQ(h.coordinator->group_members("cg").size(), 2u);
+  // Each failed fence is tried again soon after (nothing else wakes the
+  // timers meanwhile).
+  h.world.run_for(10s);
+  EXPECT_TRUE(h.coordinator->group_members("cg").empty());
+}
+
 }  // namespace
 }  // namespace brook::group

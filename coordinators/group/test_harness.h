@@ -41,6 +41,11 @@ class MemoryLog final : public CoordinatorLog {
       Written w{std::exchange(fail_next, net::Error::kNone), -1};
       co_return w;
     }
+    if (fail_writes > 0) {
+      --fail_writes;
+      Written w{net::Error::kNotEnoughReplicas, -1};
+      co_return w;
+    }
     std::vector<Entry>& log = partitions[partition];
     const int64_t base = static_cast<int64_t>(log.size());
     for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
@@ -74,6 +79,8 @@ class MemoryLog final : public CoordinatorLog {
   io::Context* ctx_;
   io::Duration delay = 2ms;
   net::Error fail_next = net::Error::kNone;
+  // The next this many writes fail with NOT_ENOUGH_REPLICAS.
+  int fail_writes = 0;
   int writes = 0;
   std::map<int32_t, std::vector<Entry>> partitions;
   std::map<std::string, Topic> topics;
