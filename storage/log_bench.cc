@@ -24,12 +24,15 @@
 //          [--recovery-mib 1024] [--segment-mib 128] [--compact-mib 64]
 //          [--compact-keys 10000] [--compact-value-bytes 256] [--pin-cpu C]
 //          [--only append,read,lookup,recovery,compact] [--breakdown 1]
+//          [--ring-writes 1]
 //
 // --breakdown 1 adds where the time goes: the log's CPU per batch for each
 // step of an append, what one io::File::read_at costs by size, and a plain
 // scan (and scan + rewrite + fdatasync) of the recovered files. --pin-cpu
 // pins the process (and io_uring's workers) to one CPU, as `brook bench
-// file` does. Results: docs/benchmarks.md.
+// file` does. --ring-writes 1 sends every write through the ring rather
+// than making small ones inline (io::uring::DiskOptions). Results:
+// docs/benchmarks.md.
 //
 // Timed cases interleave their contestants round by round (the order
 // rotates) and print medians, so load from other processes falls on all of
@@ -118,6 +121,13 @@ struct Options {
   std::string pin_cpu;
   std::string only = "append,read,lookup,recovery,compact";
   bool breakdown = false;
+  bool ring_writes = false;  // every write through the ring (DiskOptions)
+
+  io::uring::DiskOptions disk_options() const {
+    io::uring::DiskOptions d;
+    if (ring_writes) d.inline_write_bytes_max = 0;
+    return d;
+  }
 
   bool runs(std::string_view what) const {
     size_t start = 0;
@@ -137,7 +147,8 @@ void usage() {
                "         [--batch-kib 16] [--sync-kib 1024] [--rounds 3] [--lookups 2000]\n"
                "         [--recovery-mib 1024] [--segment-mib 128] [--compact-mib 64]\n"
                "         [--compact-keys 10000] [--compact-value-bytes 256] [--pin-cpu C]\n"
-               "         [--only append,read,lookup,recovery,compact] [--breakdown 1]\n");
+               "         [--only append,read,lookup,recovery,compact] [--breakdown 1]\n"
+               "         [--ring-writes 1]\n");
 }
 
 std::optional<Options> parse_options(int argc, char** argv) {
@@ -163,6 +174,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.only = value;
     } else if (key == "breakdown") {
       o.breakdown = value != "0";
+    } else if (key == "ring-writes") {
+      o.ring_writes = value != "0";
     } else if (auto it = numbers.find(key); it != numbers.end()) {
       auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), *it->second);
       if (ec != std::errc() || ptr != value.data() + value.size()) return std::nullopt;
@@ -374,7 +387,7 @@ absl::StatusOr<double> run_append(io::uring::Loop& loop, const Options& o, const
                                   const std::vector<io::Buffer>& batches, uint64_t sync_every) {
   ScratchDir scratch(o.dir, "append");
   if (who == "plain") return append_plain(scratch.path(), batches, sync_every);
-  io::uring::Disk disk(loop, scratch.path());
+  io::uring::Disk disk(loop, scratch.path(), o.disk_options());
   if (who == "file") return run(loop, append_to_file(&disk, &batches, sync_every));
   absl::StatusOr<std::unique_ptr<Log>> log =
       run(loop, open_log(&disk, &loop, bench_config(uint64_t{1} << 30), 0));
@@ -540,7 +553,7 @@ io::Task<absl::StatusOr<double>> time_read_at(io::Disk* disk, uint64_t file_byte
 void bench_read_and_lookup(io::uring::Loop& loop, const Options& o,
                            const std::vector<io::Buffer>& batches, bool reads, bool lookups) {
   ScratchDir scratch(o.dir, "read");
-  io::uring::Disk disk(loop, scratch.path());
+  io::uring::Disk disk(loop, scratch.path(), o.disk_options());
   absl::StatusOr<std::unique_ptr<Log>> opened =
       run(loop, open_log(&disk, &loop, bench_config(uint64_t{1} << 30), 0));
   check(opened.status(), "open");
@@ -658,7 +671,7 @@ absl::StatusOr<double> plain_scan(const std::string& dir, bool rewrite) {
 void bench_recovery(io::uring::Loop& loop, const Options& o,
                     const std::vector<io::Buffer>& batches) {
   ScratchDir scratch(o.dir, "recovery");
-  io::uring::Disk disk(loop, scratch.path());
+  io::uring::Disk disk(loop, scratch.path(), o.disk_options());
   const LogConfig config = bench_config(o.segment_mib << 20);
   const uint64_t batch_bytes = total_bytes(batches);
   const uint64_t repeat = std::max<uint64_t>(1, ((o.recovery_mib << 20) + batch_bytes - 1) / batch_bytes);

@@ -9,7 +9,7 @@
 //                    [--verbose 1]
 //   brook bench file [--backend uring|epoll|all] [--total-mib N]
 //                    [--chunk-kib K] [--sync-kib 1024] [--dir D] [--rounds R]
-//                    [--pin-cpu C]
+//                    [--pin-cpu C] [--ring-writes 1]
 //
 // net: a loopback TCP pump between two brook processes. This process is the
 // client; it re-executes itself as `brook bench net-server` (hidden) with the
@@ -17,7 +17,9 @@
 // ends and reports them. The plain pump is one thread per connection on each
 // side doing blocking send()/read() loops.
 // file: sequential appends with a datasync after every MiB (--sync-kib),
-// through io::File on each backend, beside write()+fdatasync().
+// through io::File on each backend, beside write()+fdatasync(). io_uring
+// makes writes of up to 1 MiB inline (io::uring::DiskOptions);
+// --ring-writes 1 sends them all through the ring instead.
 //
 // With --rounds R every case runs R times, interleaved, and the median is
 // printed. Tools are not logic code: threads, clocks and syscalls are fine.
@@ -186,27 +188,34 @@ std::vector<BackendInfo> available_backends(const std::string& selected) {
 // Runs `body` against the named backend's loop, network and a disk rooted at
 // `dir` (when not empty). The template keeps the benchmark code identical
 // for every backend.
-template <typename Loop, typename Network, typename Disk, typename Body>
+template <typename Loop, typename Network, typename Disk, typename Body, typename... DiskArgs>
 absl::Status with_backend(absl::StatusOr<std::unique_ptr<Loop>> made, const std::string& dir,
-                          Body&& body) {
+                          Body&& body, DiskArgs... disk_args) {
   if (!made.ok()) return made.status();
   Loop& loop = **made;
   Network network(loop);
   std::unique_ptr<Disk> disk;
-  if (!dir.empty()) disk = std::make_unique<Disk>(loop, dir);
+  if (!dir.empty()) disk = std::make_unique<Disk>(loop, dir, disk_args...);
   io::TaskScope scope(loop);
   absl::Status status = body(scope, static_cast<io::Clock&>(loop), network, disk.get());
   loop.run_until([&] { return scope.empty(); });
   return status;
 }
 
+// `ring_writes` sends every io_uring file write through the ring instead of
+// making small ones inline (io::uring::DiskOptions).
 template <typename Body>
-absl::Status run_on(const std::string& flag, const std::string& dir, Body&& body) {
+absl::Status run_on(const std::string& flag, const std::string& dir, Body&& body,
+                    bool ring_writes = false) {
 #ifdef BROOK_BENCH_HAS_URING
   if (flag == "uring") {
+    io::uring::DiskOptions disk_options;
+    if (ring_writes) disk_options.inline_write_bytes_max = 0;
     return with_backend<io::uring::Loop, io::uring::Network, io::uring::Disk>(
-        io::uring::Loop::create(), dir, body);
+        io::uring::Loop::create(), dir, body, disk_options);
   }
+#else
+  (void)ring_writes;
 #endif
 #ifdef BROOK_BENCH_HAS_EPOLL
   if (flag == "epoll") {
@@ -644,6 +653,7 @@ struct FileCase {
   uint64_t total_bytes;
   size_t chunk_bytes;
   uint64_t sync_every_bytes;  // 0: never (page-cache writes only)
+  bool ring_writes = false;   // io_uring: no inline writes
 
   bool sync_due(uint64_t written) const {
     return sync_every_bytes > 0 && written % sync_every_bytes == 0;
@@ -685,7 +695,7 @@ absl::StatusOr<double> run_file_backend(const std::string& flag, const FileCase&
                                           auto* disk) {
     scope.spawn(append_file(disk, "bench-" + flag + ".log", c, &run));
     return absl::OkStatus();
-  }));
+  }, c.ring_writes));
   RETURN_IF_ERROR(run.status);
   return mb_per_s(c.total_bytes, run.seconds);
 }
@@ -784,7 +794,7 @@ int file_main(const Options& options) {
     return 1;
   }
   const FileCase c{pattern, *total_mib << 20, static_cast<size_t>(*chunk_kib << 10),
-                   *sync_kib << 10};
+                   *sync_kib << 10, options.get("ring-writes", "0") == "1"};
   std::printf("bench file: %llu MiB appended in %llu KiB chunks, datasync every %llu KiB "
               "(0: never), in %s, median of %llu round(s)\n",
               static_cast<unsigned long long>(*total_mib),
@@ -816,7 +826,7 @@ void usage() {
                "                        [--verbose 1]\n"
                "       brook bench file [--backend uring|epoll|all] [--total-mib N]\n"
                "                        [--chunk-kib K] [--sync-kib 1024] [--dir D] [--rounds R]\n"
-               "                        [--pin-cpu C]\n"
+               "                        [--pin-cpu C] [--ring-writes 1]\n"
                "       brook bench groups (--bootstrap-server H:P | --sim) [--members N]\n"
                "                        [--heartbeat-ms MS] [--commit-seconds S]\n");
 }

@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <functional>
 #include <utility>
@@ -30,6 +32,7 @@ struct FileState {
   std::string path;
   uint64_t size;
   bool writable;
+  size_t inline_write_bytes_max;
 };
 
 absl::Status closed_error(const FileState& f) {
@@ -93,10 +96,33 @@ Task<absl::StatusOr<Buffer>> read_at_impl(std::shared_ptr<FileState> f, uint64_t
   co_return out;
 }
 
+// Writes `data` at `offset` with pwritev(2) on this thread (DiskOptions).
+absl::Status write_inline(FileState& f, uint64_t offset, BufferChain& data) {
+  std::array<iovec, 64> iovecs;
+  uint64_t position = offset;
+  while (!data.empty()) {
+    size_t count = 0;
+    for (const Buffer& part : data.parts()) {
+      if (count == iovecs.size()) break;
+      iovecs[count++] = iovec{const_cast<std::byte*>(part.data()), part.size()};
+    }
+    const ssize_t res = ::pwritev(f.fd.get(), iovecs.data(), static_cast<int>(count),
+                                  static_cast<off_t>(position));
+    if (res < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (res < 0) return disk_error(errno, fmt::format("write {}", f.path));
+    if (res == 0) return absl::InternalError(fmt::format("write {}: no progress", f.path));
+    data.consume(static_cast<size_t>(res));
+    position += static_cast<uint64_t>(res);
+    f.size = std::max(f.size, position);
+  }
+  return absl::OkStatus();
+}
+
 Task<absl::Status> write_at_impl(std::shared_ptr<FileState> f, uint64_t offset,
                                  BufferChain data) {
   CO_RETURN_IF_ERROR(check_writable(*f));
   if (data.empty()) co_return absl::OkStatus();
+  if (data.size() <= f->inline_write_bytes_max) co_return write_inline(*f, offset, data);
   Operation op(*f->loop);
   Op& o = op.op();
   o.fd = f->fd;
@@ -235,7 +261,8 @@ absl::Status check_named_path(const absl::Status& root_status, const std::string
 }
 
 Task<absl::StatusOr<std::unique_ptr<io::File>>> open_impl(Loop* loop, SharedFd root,
-                                                          std::string path, OpenMode mode) {
+                                                          std::string path, OpenMode mode,
+                                                          DiskOptions options) {
   Operation op(*loop);
   op.op().fd = root;
   op.op().path = path;
@@ -256,7 +283,8 @@ Task<absl::StatusOr<std::unique_ptr<io::File>>> open_impl(Loop* loop, SharedFd r
   }
   auto state = std::make_shared<FileState>(FileState{loop, std::move(fd), std::move(path),
                                                      static_cast<uint64_t>(st.st_size),
-                                                     mode != OpenMode::kReadOnly});
+                                                     mode != OpenMode::kReadOnly,
+                                                     options.inline_write_bytes_max});
   co_return std::unique_ptr<io::File>(std::make_unique<UringFile>(std::move(state)));
 }
 
@@ -360,7 +388,8 @@ Task<absl::Status> sync_dir_impl(Loop* loop, SharedFd root, std::string dir) {
 
 }  // namespace
 
-Disk::Disk(Loop& loop, std::string root) : loop_(&loop), root_(std::move(root)) {
+Disk::Disk(Loop& loop, std::string root, DiskOptions options)
+    : loop_(&loop), root_(std::move(root)), options_(options) {
   if (::mkdir(root_.c_str(), kDirMode) != 0 && errno != EEXIST) {
     root_status_ = disk_error(errno, fmt::format("create disk root {}", root_));
     return;
@@ -375,7 +404,7 @@ Disk::Disk(Loop& loop, std::string root) : loop_(&loop), root_(std::move(root)) 
 
 Task<absl::StatusOr<std::unique_ptr<File>>> Disk::open(std::string path, OpenMode mode) {
   CO_RETURN_IF_ERROR(check_named_path(root_status_, path));
-  co_return co_await open_impl(loop_, root_fd_, std::move(path), mode);
+  co_return co_await open_impl(loop_, root_fd_, std::move(path), mode, options_);
 }
 
 Task<absl::Status> Disk::rename(std::string from, std::string to) {

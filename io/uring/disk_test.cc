@@ -87,6 +87,25 @@ TEST_F(DiskTest, WritesMoreVectorsThanOneCallTakes) {
   EXPECT_EQ(**r, "300000");
 }
 
+// Writes larger than DiskOptions::inline_write_bytes_max go through the
+// ring, smaller ones are made inline; both land the same bytes, and a chain
+// longer than one call's vector is written whole either way.
+TEST_F(DiskTest, WritesInlineAndThroughTheRing) {
+  for (const size_t inline_max : {size_t{0}, size_t{1000}, kInlineWriteBytesDefault}) {
+    SCOPED_TRACE(inline_max);
+    Disk disk(*loop_, dir_.path() + fmt::format("/root-{}", inline_max),
+              DiskOptions{.inline_write_bytes_max = inline_max});
+    auto small = run(write_sync_read(&disk));
+    ASSERT_TRUE(small.has_value());
+    ASSERT_TRUE(small->ok()) << small->status();
+    EXPECT_EQ(**small, "hello|world");
+    auto big = run(large_write(&disk, 3000, 100));
+    ASSERT_TRUE(big.has_value());
+    ASSERT_TRUE(big->ok()) << big->status();
+    EXPECT_EQ(**big, "300000");
+  }
+}
+
 Task<absl::Status> truncate_and_reopen(Disk* disk) {
   {
     CO_ASSIGN_OR_RETURN(auto file, co_await disk->open("t", OpenMode::kCreate));
