@@ -56,8 +56,25 @@ void check_batch(const net::BatchView& view) {
   (void)net::verify_crc(*header, view.bytes.span());  // either answer is fine
   absl::StatusOr<std::vector<net::Record>> records =
       net::decode_records(view.bytes, kUncompressedBytesMax);
+  // The validation walk (net::visit_records) reads exactly what
+  // decode_records reads: the same status, the same records.
+  std::vector<net::RecordSummary> visited;
+  const absl::Status walked =
+      net::visit_records(view.bytes, kUncompressedBytesMax, [&](const net::RecordSummary& r) {
+        visited.push_back(r);
+        return true;
+      });
+  BROOK_ASSERT(walked == records.status());
   if (!records.ok()) return;
   BROOK_ASSERT_EQ(records->size(), static_cast<size_t>(header->records_count));
+  BROOK_ASSERT_EQ(visited.size(), records->size());
+  for (size_t i = 0; i < visited.size(); ++i) {
+    const net::Record& r = (*records)[i];
+    BROOK_ASSERT(visited[i].attributes == r.attributes &&
+                 visited[i].timestamp_delta == r.timestamp_delta &&
+                 visited[i].offset_delta == r.offset_delta &&
+                 visited[i].has_key == r.key.has_value());
+  }
   if (header->is_control() && !records->empty() && (*records)[0].key) {
     absl::StatusOr<net::ControlRecordKey> key =
         net::decode_control_record_key((*records)[0].key->span());

@@ -359,36 +359,43 @@ std::optional<Rejection> validate_client_batch(const net::BatchView& batch, cons
                      fmt::format("invalid sequence number {} for producer {}", h.base_sequence,
                                  h.producer_id)};
   }
-  absl::StatusOr<std::vector<net::Record>> records =
-      net::decode_records(batch.bytes, kValidationDecompressedBytesMax);
-  if (!records.ok()) return rejection_for(records.status());
+  // Every record is read (as Kafka's validator reads them), but none is
+  // kept: a summary per record is all the checks need.
   *max_timestamp_ms = net::kNoTimestamp;
-  for (size_t i = 0; i < records->size(); ++i) {
-    const net::Record& r = (*records)[i];
-    *max_timestamp_ms = std::max(*max_timestamp_ms, net::record_timestamp(h, r));
-    if (r.offset_delta != static_cast<int32_t>(i)) {
-      record_errors->push_back({batch_index, static_cast<int32_t>(i), "record offset out of order"});
-      return Rejection{net::Error::kInvalidRecord,
-                       fmt::format("record {} has offset delta {}", i, r.offset_delta)};
-    }
-    if (config.cleanup_compact && !h.is_control() && !r.key.has_value()) {
-      record_errors->push_back(
-          {batch_index, static_cast<int32_t>(i), "compacted topic cannot accept message without key"});
-      return Rejection{net::Error::kInvalidRecord,
-                       "compacted topic cannot accept message without key"};
-    }
-    if (config.timestamp_type == net::TimestampType::kCreateTime) {
-      const int64_t ts = net::record_timestamp(h, r);
-      if ((config.timestamp_before_max_ms != kNoLimit && ts < now_ms - config.timestamp_before_max_ms) ||
-          (config.timestamp_after_max_ms != kNoLimit && ts > now_ms + config.timestamp_after_max_ms)) {
-        record_errors->push_back({batch_index, static_cast<int32_t>(i),
-                                  fmt::format("timestamp {} out of range", ts)});
-        return Rejection{net::Error::kInvalidTimestamp,
-                         fmt::format("timestamp {} of record {} is out of range", ts, i)};
-      }
-    }
-  }
-  return std::nullopt;
+  std::optional<Rejection> rejection;
+  int32_t i = 0;
+  const absl::Status walked = net::visit_records(
+      batch.bytes, kValidationDecompressedBytesMax, [&](const net::RecordSummary& r) {
+        const int64_t ts = net::record_timestamp(h, r);
+        *max_timestamp_ms = std::max(*max_timestamp_ms, ts);
+        if (r.offset_delta != i) {
+          record_errors->push_back({batch_index, i, "record offset out of order"});
+          rejection = Rejection{net::Error::kInvalidRecord,
+                                fmt::format("record {} has offset delta {}", i, r.offset_delta)};
+          return false;
+        }
+        if (config.cleanup_compact && !h.is_control() && !r.has_key) {
+          record_errors->push_back(
+              {batch_index, i, "compacted topic cannot accept message without key"});
+          rejection = Rejection{net::Error::kInvalidRecord,
+                                "compacted topic cannot accept message without key"};
+          return false;
+        }
+        if (config.timestamp_type == net::TimestampType::kCreateTime &&
+            ((config.timestamp_before_max_ms != kNoLimit &&
+              ts < now_ms - config.timestamp_before_max_ms) ||
+             (config.timestamp_after_max_ms != kNoLimit &&
+              ts > now_ms + config.timestamp_after_max_ms))) {
+          record_errors->push_back({batch_index, i, fmt::format("timestamp {} out of range", ts)});
+          rejection = Rejection{net::Error::kInvalidTimestamp,
+                                fmt::format("timestamp {} of record {} is out of range", ts, i)};
+          return false;
+        }
+        ++i;
+        return true;
+      });
+  if (!walked.ok()) return rejection_for(walked);
+  return rejection;
 }
 
 }  // namespace

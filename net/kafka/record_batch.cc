@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "io/assert.h"
+#include "io/status.h"
 #include "net/codec/crc32c.h"
 #include "net/codec/endian.h"
 #include "net/codec/varint.h"
@@ -189,6 +190,11 @@ int64_t record_timestamp(const RecordBatchHeader& header, const Record& record) 
   return wrapping_add(header.base_timestamp, record.timestamp_delta);
 }
 
+int64_t record_timestamp(const RecordBatchHeader& header, const RecordSummary& record) {
+  if (header.timestamp_type() == TimestampType::kLogAppendTime) return header.max_timestamp;
+  return wrapping_add(header.base_timestamp, record.timestamp_delta);
+}
+
 namespace {
 
 enum class Nullability : uint8_t { kNullable, kNotNull };
@@ -244,6 +250,23 @@ class RecordCursor {
     pos_ += static_cast<size_t>(n);
     return true;
   }
+  // The same checks as bytes(), without taking a slice: the field is
+  // skipped, and `present` says whether it was not null.
+  bool skip_bytes(bool* present, const char* field, Nullability nullability) {
+    int32_t n = 0;
+    if (!varint(&n, field)) return false;
+    if (n == -1 && nullability == Nullability::kNullable) {
+      *present = false;
+      return true;
+    }
+    if (n < 0) return fail(fmt::format("invalid {} length {}", field, n));
+    if (static_cast<size_t>(n) > remaining()) {
+      return fail(fmt::format("{} length {} exceeds the {} bytes left", field, n, remaining()));
+    }
+    *present = true;
+    pos_ += static_cast<size_t>(n);
+    return true;
+  }
 
  private:
   const io::Buffer& buffer_;
@@ -253,6 +276,8 @@ class RecordCursor {
 };
 
 
+// The headers of a record: kept in `headers` when it is not null, else only
+// checked and skipped.
 bool read_headers(RecordCursor& c, std::vector<RecordHeader>* headers) {
   int32_t count = 0;
   if (!c.varint(&count, "headers count")) return false;
@@ -261,6 +286,16 @@ bool read_headers(RecordCursor& c, std::vector<RecordHeader>* headers) {
   if (static_cast<size_t>(count) > c.remaining() / kRecordHeaderBytesMin) {
     return c.fail(fmt::format("headers count {} cannot fit in the {} bytes left", count,
                               c.remaining()));
+  }
+  if (headers == nullptr) {
+    for (int32_t i = 0; i < count; ++i) {
+      bool present = false;
+      if (!c.skip_bytes(&present, "header key", kNotNull) ||
+          !c.skip_bytes(&present, "header value", kNullable)) {
+        return false;
+      }
+    }
+    return true;
   }
   headers->resize(static_cast<size_t>(count));
   for (RecordHeader& h : *headers) {
@@ -273,7 +308,8 @@ bool read_headers(RecordCursor& c, std::vector<RecordHeader>* headers) {
 }
 
 // One record at the cursor: its length varint, then exactly that many bytes.
-bool read_record(RecordCursor& c, size_t payload_end, Record* r) {
+// With `r` its fields are kept; without, only `summary` is filled.
+bool read_record(RecordCursor& c, size_t payload_end, Record* r, RecordSummary* summary) {
   int32_t length = 0;
   if (!c.varint(&length, "record length")) return false;
   if (length < 0) return c.fail(fmt::format("negative record length {}", length));
@@ -284,10 +320,26 @@ bool read_record(RecordCursor& c, size_t payload_end, Record* r) {
   const size_t record_start = c.position();
   const size_t record_end = record_start + static_cast<size_t>(length);
   c.set_end(record_end);
-  if (!c.i8(&r->attributes) || !c.varlong(&r->timestamp_delta, "timestamp delta") ||
-      !c.varint(&r->offset_delta, "offset delta") || !c.bytes(&r->key, "key", kNullable) ||
-      !c.bytes(&r->value, "value", kNullable) || !read_headers(c, &r->headers)) {
+  if (!c.i8(&summary->attributes) ||
+      !c.varlong(&summary->timestamp_delta, "timestamp delta") ||
+      !c.varint(&summary->offset_delta, "offset delta")) {
     return false;
+  }
+  if (r != nullptr) {
+    r->attributes = summary->attributes;
+    r->timestamp_delta = summary->timestamp_delta;
+    r->offset_delta = summary->offset_delta;
+    if (!c.bytes(&r->key, "key", kNullable) || !c.bytes(&r->value, "value", kNullable) ||
+        !read_headers(c, &r->headers)) {
+      return false;
+    }
+    summary->has_key = r->key.has_value();
+  } else {
+    bool value_present = false;
+    if (!c.skip_bytes(&summary->has_key, "key", kNullable) ||
+        !c.skip_bytes(&value_present, "value", kNullable) || !read_headers(c, nullptr)) {
+      return false;
+    }
   }
   if (c.position() != record_end) {
     return c.fail(fmt::format("record length {} but its fields take {} bytes", length,
@@ -297,30 +349,36 @@ bool read_record(RecordCursor& c, size_t payload_end, Record* r) {
   return true;
 }
 
-absl::StatusOr<std::vector<Record>> parse_records(const io::Buffer& payload, int32_t count) {
+// Walks `count` records filling `payload` exactly: into `records` when it
+// is not null, else handing each one's summary to `visit`.
+absl::Status parse_records(const io::Buffer& payload, int32_t count, std::vector<Record>* records,
+                           absl::FunctionRef<bool(const RecordSummary&)> visit) {
   // Every record takes at least 7 bytes: bound the count before allocating.
   if (static_cast<size_t>(count) > payload.size() / kRecordBytesMin) {
     return absl::DataLossError(fmt::format("records count {} cannot fit in {} bytes of records",
                                            count, payload.size()));
   }
-  std::vector<Record> records(static_cast<size_t>(count));
+  if (records != nullptr) records->resize(static_cast<size_t>(count));
   RecordCursor c(payload);
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (!read_record(c, payload.size(), &records[i])) {
+  RecordSummary summary;
+  for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
+    if (!read_record(c, payload.size(), records != nullptr ? &(*records)[i] : nullptr,
+                     &summary)) {
       return absl::DataLossError(fmt::format("record {} of {}: {}", i, count, c.error()));
     }
+    if (records == nullptr && !visit(summary)) return absl::OkStatus();
   }
   if (c.remaining() != 0) {
     return absl::DataLossError(
         fmt::format("{} bytes follow the last of {} records", c.remaining(), count));
   }
-  return records;
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<Record>> decode_records(const io::Buffer& batch,
-                                                   size_t max_uncompressed_bytes) {
+// decode_records and visit_records: the batch's records, decompressed.
+absl::Status walk_records(const io::Buffer& batch, size_t max_uncompressed_bytes,
+                          std::vector<Record>* records,
+                          absl::FunctionRef<bool(const RecordSummary&)> visit) {
   absl::StatusOr<RecordBatchHeader> header = parse_batch_header(batch.span());
   if (!header.ok()) return header.status();
   if (batch.size() != header->size_bytes()) {
@@ -329,28 +387,42 @@ absl::StatusOr<std::vector<Record>> decode_records(const io::Buffer& batch,
   }
   // As Kafka: a batch without records has nothing to decode, whatever its
   // payload (compaction can leave such batches to keep producer state).
-  if (header->records_count == 0) return std::vector<Record>();
+  if (header->records_count == 0) return absl::OkStatus();
   absl::StatusOr<codec::Compression> compression =
       codec::compression_from_attributes(header->attributes);
   if (!compression.ok()) return absl::DataLossError(std::string(compression.status().message()));
   io::Buffer payload = batch.slice(kBatchHeaderBytes);
   if (*compression != codec::Compression::kNone) {
-    absl::StatusOr<io::Buffer> records =
+    absl::StatusOr<io::Buffer> decompressed =
         codec::decompress(*compression, payload.span(), max_uncompressed_bytes);
-    if (!records.ok()) {
-      return absl::Status(records.status().code(),
+    if (!decompressed.ok()) {
+      return absl::Status(decompressed.status().code(),
                           fmt::format("batch at offset {}: {}", header->base_offset,
-                                      std::string(records.status().message())));
+                                      std::string(decompressed.status().message())));
     }
-    payload = *std::move(records);
+    payload = *std::move(decompressed);
   }
-  absl::StatusOr<std::vector<Record>> records = parse_records(payload, header->records_count);
-  if (!records.ok()) {
-    return absl::Status(records.status().code(),
-                        fmt::format("batch at offset {}: {}", header->base_offset,
-                                    std::string(records.status().message())));
+  absl::Status status = parse_records(payload, header->records_count, records, visit);
+  if (!status.ok()) {
+    return absl::Status(status.code(), fmt::format("batch at offset {}: {}", header->base_offset,
+                                                   std::string(status.message())));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Record>> decode_records(const io::Buffer& batch,
+                                                   size_t max_uncompressed_bytes) {
+  std::vector<Record> records;
+  RETURN_IF_ERROR(walk_records(batch, max_uncompressed_bytes, &records,
+                               [](const RecordSummary&) { return true; }));
   return records;
+}
+
+absl::Status visit_records(const io::Buffer& batch, size_t max_uncompressed_bytes,
+                           absl::FunctionRef<bool(const RecordSummary&)> visit) {
+  return walk_records(batch, max_uncompressed_bytes, nullptr, visit);
 }
 
 // --- control records -------------------------------------------------------------

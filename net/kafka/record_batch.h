@@ -61,6 +61,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/buffer.h"
@@ -279,6 +280,24 @@ int64_t record_timestamp(const RecordBatchHeader& header, const Record& record);
 // that there are recordsCount of them. Does not check the CRC.
 absl::StatusOr<std::vector<Record>> decode_records(const io::Buffer& batch,
                                                    size_t max_uncompressed_bytes);
+
+// What validation needs of one record, without copying or referencing its
+// key, value and headers.
+struct RecordSummary {
+  int8_t attributes = 0;
+  int64_t timestamp_delta = 0;
+  int32_t offset_delta = 0;
+  bool has_key = false;
+};
+
+// As record_timestamp above, for a summary.
+int64_t record_timestamp(const RecordBatchHeader& header, const RecordSummary& record);
+
+// The same walk and the same checks as decode_records, handing each record's
+// summary to `visit` in order instead of keeping the records; `visit`
+// returning false stops the walk early (OK; the rest is then unchecked).
+absl::Status visit_records(const io::Buffer& batch, size_t max_uncompressed_bytes,
+                           absl::FunctionRef<bool(const RecordSummary&)> visit);
 
 // ---------------------------------------------------------------------------
 // Control records (KIP-98): the only record of a control batch. Its key says

@@ -652,5 +652,68 @@ RC_GTEST_PROP(RecordBatch, RandomBytesNeverCrash, (const std::string& tail)) {
   (void)decode_records(input, 1 << 16);
 }
 
+// visit_records reads exactly what decode_records reads: the same status on
+// any bytes (valid records, records with one byte changed, random payloads),
+// and on success one summary per record with the decoded record's fields.
+RC_GTEST_PROP(RecordBatch, VisitRecordsAgreesWithDecodeRecords, ()) {
+  io::Buffer input;
+  if (*rc::gen::arbitrary<bool>()) {
+    RecordBatchOptions o;
+    o.compression = *rc::gen::elementOf(std::vector<Compression>(kAllCodecs.begin(),
+                                                                 kAllCodecs.end()));
+    RecordBatchBuilder builder(o);
+    const auto n = *rc::gen::inRange(1, 8);
+    for (int i = 0; i < n; ++i) {
+      NewRecord r;
+      r.timestamp_ms = *rc::gen::inRange<int64_t>(0, 1000);
+      if (*rc::gen::arbitrary<bool>()) r.key = buf(*rc::gen::arbitrary<std::string>());
+      if (*rc::gen::arbitrary<bool>()) r.value = buf(*rc::gen::arbitrary<std::string>());
+      if (*rc::gen::arbitrary<bool>()) r.headers.push_back({"h", buf("v")});
+      builder.append(r);
+    }
+    absl::StatusOr<io::Buffer> batch = builder.build();
+    RC_ASSERT(batch.ok());
+    std::string bytes(batch->view());
+    if (*rc::gen::arbitrary<bool>()) {
+      const auto at = *rc::gen::inRange<size_t>(kBatchHeaderBytes, bytes.size());
+      bytes[at] = static_cast<char>(*rc::gen::arbitrary<uint8_t>());
+    }
+    input = buf(bytes);
+  } else {
+    const auto tail = *rc::gen::arbitrary<std::vector<uint8_t>>();
+    input = batch_with_payload(tail, *rc::gen::inRange<int32_t>(0, 6),
+                               *rc::gen::inRange<int16_t>(0, 5));
+  }
+  const absl::StatusOr<std::vector<Record>> decoded = decode_records(input, 1 << 16);
+  std::vector<RecordSummary> visited;
+  const absl::Status status = visit_records(input, 1 << 16, [&](const RecordSummary& r) {
+    visited.push_back(r);
+    return true;
+  });
+  RC_ASSERT(status == decoded.status());
+  if (!decoded.ok()) return;
+  RC_ASSERT(visited.size() == decoded->size());
+  for (size_t i = 0; i < visited.size(); ++i) {
+    const Record& r = (*decoded)[i];
+    RC_ASSERT(visited[i].attributes == r.attributes);
+    RC_ASSERT(visited[i].timestamp_delta == r.timestamp_delta);
+    RC_ASSERT(visited[i].offset_delta == r.offset_delta);
+    RC_ASSERT(visited[i].has_key == r.key.has_value());
+  }
+}
+
+// A visitor that returns false ends the walk at that record.
+TEST(RecordBatch, VisitRecordsStopsWhenAsked) {
+  RecordBatchBuilder builder(RecordBatchOptions{});
+  NewRecord record;
+  record.value = buf("v");
+  for (int i = 0; i < 5; ++i) builder.append(record);
+  absl::StatusOr<io::Buffer> batch = builder.build();
+  ASSERT_TRUE(batch.ok());
+  int seen = 0;
+  EXPECT_TRUE(visit_records(*batch, kCap, [&](const RecordSummary&) { return ++seen < 2; }).ok());
+  EXPECT_EQ(seen, 2);
+}
+
 }  // namespace
 }  // namespace brook::net
