@@ -236,39 +236,43 @@ class RecordCursor {
   }
   // A length-prefixed byte string; -1 is null when kNullable.
   bool bytes(std::optional<io::Buffer>* out, const char* field, Nullability nullability) {
-    int32_t n = 0;
-    if (!varint(&n, field)) return false;
-    if (n == -1 && nullability == Nullability::kNullable) {
+    size_t n = 0;
+    bool present = false;
+    if (!field_length(&n, &present, field, nullability)) return false;
+    if (!present) {
       out->reset();
       return true;
     }
-    if (n < 0) return fail(fmt::format("invalid {} length {}", field, n));
-    if (static_cast<size_t>(n) > remaining()) {
-      return fail(fmt::format("{} length {} exceeds the {} bytes left", field, n, remaining()));
-    }
-    *out = buffer_.slice(pos_, static_cast<size_t>(n));
-    pos_ += static_cast<size_t>(n);
+    *out = buffer_.slice(pos_, n);
+    pos_ += n;
     return true;
   }
   // The same checks as bytes(), without taking a slice: the field is
   // skipped, and `present` says whether it was not null.
   bool skip_bytes(bool* present, const char* field, Nullability nullability) {
-    int32_t n = 0;
-    if (!varint(&n, field)) return false;
-    if (n == -1 && nullability == Nullability::kNullable) {
-      *present = false;
-      return true;
-    }
-    if (n < 0) return fail(fmt::format("invalid {} length {}", field, n));
-    if (static_cast<size_t>(n) > remaining()) {
-      return fail(fmt::format("{} length {} exceeds the {} bytes left", field, n, remaining()));
-    }
-    *present = true;
-    pos_ += static_cast<size_t>(n);
+    size_t n = 0;
+    if (!field_length(&n, present, field, nullability)) return false;
+    pos_ += n;
     return true;
   }
 
  private:
+  // The length prefix of a byte string, checked against what is left.
+  bool field_length(size_t* n, bool* present, const char* field, Nullability nullability) {
+    int32_t length = 0;
+    if (!varint(&length, field)) return false;
+    *n = 0;
+    *present = !(length == -1 && nullability == Nullability::kNullable);
+    if (!*present) return true;
+    if (length < 0) return fail(fmt::format("invalid {} length {}", field, length));
+    if (static_cast<size_t>(length) > remaining()) {
+      return fail(fmt::format("{} length {} exceeds the {} bytes left", field, length,
+                              remaining()));
+    }
+    *n = static_cast<size_t>(length);
+    return true;
+  }
+
   const io::Buffer& buffer_;
   size_t pos_ = 0;
   size_t end_;
