@@ -466,12 +466,12 @@ void append_breakdown(const std::vector<io::Buffer>& batches) {
     return *std::min_element(rounds.begin(), rounds.end());
   };
   const double crc = per_batch_ns(1);
-  const double decode = per_batch_ns(2);
+  const double read = per_batch_ns(2);
   const double copy = per_batch_ns(3);
   const double mean_bytes = static_cast<double>(bytes) / static_cast<double>(n);
   std::printf("  log CPU per batch (%.0f bytes): frame + CRC %.0f ns, + read records %.0f ns, "
               "+ copy %.0f ns = %.0f ns (%.0f MB/s alone)\n",
-              mean_bytes, crc, decode - crc, copy - decode, copy, mean_bytes * 1e3 / copy);
+              mean_bytes, crc, read - crc, copy - read, copy, mean_bytes * 1e3 / copy);
 }
 
 // ------------------------------------------------------------------ read and lookups

@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -60,16 +60,6 @@ int open_flags(OpenMode mode) {
   BROOK_UNREACHABLE();
 }
 
-// Fills op.iovecs from the front of op.chain, at most kIovecsPerCallMax.
-size_t fill_iovecs(Op& op) {
-  op.iovecs.clear();
-  for (const Buffer& part : op.chain.parts()) {
-    if (op.iovecs.size() == kIovecsPerCallMax) break;
-    op.iovecs.push_back(iovec{const_cast<std::byte*>(part.data()), part.size()});
-  }
-  return op.iovecs.size();
-}
-
 Task<absl::StatusOr<Buffer>> read_at_impl(std::shared_ptr<FileState> f, uint64_t offset,
                                           size_t length) {
   if (!f->fd.valid()) co_return closed_error(*f);
@@ -98,14 +88,10 @@ Task<absl::StatusOr<Buffer>> read_at_impl(std::shared_ptr<FileState> f, uint64_t
 
 // Writes `data` at `offset` with pwritev(2) on this thread (DiskOptions).
 absl::Status write_inline(FileState& f, uint64_t offset, BufferChain& data) {
-  std::array<iovec, 64> iovecs;
+  std::vector<iovec> iovecs;
   uint64_t position = offset;
   while (!data.empty()) {
-    size_t count = 0;
-    for (const Buffer& part : data.parts()) {
-      if (count == iovecs.size()) break;
-      iovecs[count++] = iovec{const_cast<std::byte*>(part.data()), part.size()};
-    }
+    const size_t count = fill_iovecs(data, iovecs);
     const ssize_t res = ::pwritev(f.fd.get(), iovecs.data(), static_cast<int>(count),
                                   static_cast<off_t>(position));
     if (res < 0 && (errno == EINTR || errno == EAGAIN)) continue;
@@ -129,7 +115,7 @@ Task<absl::Status> write_at_impl(std::shared_ptr<FileState> f, uint64_t offset,
   o.chain = std::move(data);
   uint64_t position = offset;
   while (!o.chain.empty()) {
-    const size_t count = fill_iovecs(o);
+    const size_t count = fill_iovecs(o.chain, o.iovecs);
     io_uring_sqe* sqe = op.prepare();
     io_uring_prep_writev(sqe, o.fd.get(), o.iovecs.data(), static_cast<unsigned>(count),
                          position);

@@ -55,6 +55,17 @@ inline constexpr size_t kOpsMax = size_t{1} << 20;
 // Vectors per readv/writev/sendmsg call (the kernel's IOV_MAX).
 inline constexpr size_t kIovecsPerCallMax = 1024;
 
+// Replaces `out` with vectors for the front of `chain`, at most
+// kIovecsPerCallMax of them, and returns how many.
+inline size_t fill_iovecs(const BufferChain& chain, std::vector<iovec>& out) {
+  out.clear();
+  for (const Buffer& part : chain.parts()) {
+    if (out.size() == kIovecsPerCallMax) break;
+    out.push_back(iovec{const_cast<std::byte*>(part.data()), part.size()});
+  }
+  return out.size();
+}
+
 // A file descriptor shared by its owner and by the operations in flight on
 // it. The descriptor is closed when the last holder lets go, so its number is
 // never reused while an SQE naming it may still be submitted.

@@ -159,11 +159,7 @@ void prepare_send(Operation& op) {
     io_uring_prep_send(sqe, o.fd.get(), parts[0].data(), parts[0].size(), MSG_NOSIGNAL);
     return;
   }
-  o.iovecs.clear();
-  for (const Buffer& part : parts) {
-    if (o.iovecs.size() == kIovecsPerCallMax) break;
-    o.iovecs.push_back(iovec{const_cast<std::byte*>(part.data()), part.size()});
-  }
+  fill_iovecs(o.chain, o.iovecs);
   o.message = msghdr{};
   o.message.msg_iov = o.iovecs.data();
   o.message.msg_iovlen = o.iovecs.size();

@@ -185,14 +185,21 @@ int64_t record_offset(const RecordBatchHeader& header, const Record& record) {
   return wrapping_add(header.base_offset, record.offset_delta);
 }
 
-int64_t record_timestamp(const RecordBatchHeader& header, const Record& record) {
+namespace {
+
+int64_t timestamp_with_delta(const RecordBatchHeader& header, int64_t timestamp_delta) {
   if (header.timestamp_type() == TimestampType::kLogAppendTime) return header.max_timestamp;
-  return wrapping_add(header.base_timestamp, record.timestamp_delta);
+  return wrapping_add(header.base_timestamp, timestamp_delta);
+}
+
+}  // namespace
+
+int64_t record_timestamp(const RecordBatchHeader& header, const Record& record) {
+  return timestamp_with_delta(header, record.timestamp_delta);
 }
 
 int64_t record_timestamp(const RecordBatchHeader& header, const RecordSummary& record) {
-  if (header.timestamp_type() == TimestampType::kLogAppendTime) return header.max_timestamp;
-  return wrapping_add(header.base_timestamp, record.timestamp_delta);
+  return timestamp_with_delta(header, record.timestamp_delta);
 }
 
 namespace {
