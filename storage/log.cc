@@ -7,6 +7,7 @@
 #include "fmt/format.h"
 #include "io/assert.h"
 #include "io/status.h"
+#include "net/codec/crc32c.h"
 #include "net/codec/endian.h"
 #include "net/kafka/record_batch.h"
 
@@ -460,44 +461,56 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
     }
   }
 
-  // 3. Offsets. Leaders assign them (rewriting the batch headers in a copy);
-  // followers keep the leader's, which must follow the log end.
-  io::Buffer bytes = records;
+  // 3. Offsets. Leaders assign them: each batch is written as a rewritten
+  // copy of its header followed by the client's bytes after the header, so
+  // the records are never copied. Followers keep the leader's offsets, which
+  // must follow the log end.
+  io::BufferChain bytes;
   int64_t next_offset = log_end_offset_;
   const bool log_append_time = config_.timestamp_type == net::TimestampType::kLogAppendTime;
   if (leader) {
-    io::Buffer copy = io::Buffer::allocate(records.size());
-    std::memcpy(copy.mutable_data(), records.data(), records.size());
-    std::byte* out = copy.mutable_data();
-    for (ValidatedBatch& b : batches) {
-      std::byte* batch_out = out + b.position;
+    io::Buffer headers = io::Buffer::allocate(batches.size() * net::kBatchHeaderBytes);
+    std::byte* const headers_out = headers.mutable_data();
+    for (size_t i = 0; i < batches.size(); ++i) {
+      ValidatedBatch& b = batches[i];
       net::RecordBatchHeader& h = b.view.header;
+      std::byte* out = headers_out + i * net::kBatchHeaderBytes;
+      std::memcpy(out, records.data() + b.position, net::kBatchHeaderBytes);
+      const io::Buffer body =
+          records.slice(b.position + net::kBatchHeaderBytes, h.size_bytes() - net::kBatchHeaderBytes);
       h.base_offset = next_offset;
       h.partition_leader_epoch = leader_epoch;
-      codec::store_be<int64_t>(batch_out + net::kBatchBaseOffsetOffset, h.base_offset);
-      codec::store_be<int32_t>(batch_out + net::kBatchPartitionLeaderEpochOffset, leader_epoch);
+      codec::store_be<int64_t>(out + net::kBatchBaseOffsetOffset, h.base_offset);
+      codec::store_be<int32_t>(out + net::kBatchPartitionLeaderEpochOffset, leader_epoch);
+      bool rewritten = false;
       if (log_append_time && !h.is_control()) {
         h.attributes = static_cast<int16_t>(h.attributes | net::kBatchTimestampTypeBit);
         h.max_timestamp = now;
-        codec::store_be<int16_t>(batch_out + net::kBatchAttributesOffset, h.attributes);
-        codec::store_be<int64_t>(batch_out + net::kBatchMaxTimestampOffset, h.max_timestamp);
-        h.crc = net::compute_batch_crc({batch_out, h.size_bytes()});
-        codec::store_be<uint32_t>(batch_out + net::kBatchCrcOffset, h.crc);
+        codec::store_be<int16_t>(out + net::kBatchAttributesOffset, h.attributes);
+        rewritten = true;
       } else if (!h.is_control() && b.max_timestamp_ms != h.max_timestamp &&
                  h.timestamp_type() == net::TimestampType::kCreateTime) {
         // The header's maxTimestamp is the client's claim: store the
         // records' own largest timestamp, as Kafka does.
         h.max_timestamp = b.max_timestamp_ms;
-        codec::store_be<int64_t>(batch_out + net::kBatchMaxTimestampOffset, h.max_timestamp);
-        h.crc = net::compute_batch_crc({batch_out, h.size_bytes()});
-        codec::store_be<uint32_t>(batch_out + net::kBatchCrcOffset, h.crc);
+        rewritten = true;
       }
+      if (rewritten) {
+        codec::store_be<int64_t>(out + net::kBatchMaxTimestampOffset, h.max_timestamp);
+        // The CRC covers the attributes onwards: the rest of the header,
+        // then the body.
+        const std::span<const std::byte> covered(out + net::kBatchAttributesOffset,
+                                                 net::kBatchHeaderBytes - net::kBatchAttributesOffset);
+        h.crc = codec::crc32c(codec::crc32c(0, covered), body.span());
+        codec::store_be<uint32_t>(out + net::kBatchCrcOffset, h.crc);
+      }
+      bytes.append(headers.slice(i * net::kBatchHeaderBytes, net::kBatchHeaderBytes));
+      bytes.append(body);
       next_offset = h.next_offset();
     }
-    bytes = std::move(copy);
-    for (ValidatedBatch& b : batches) b.view.bytes = bytes.slice(b.position, b.view.header.size_bytes());
     if (log_append_time) result.log_append_time_ms = now;
   } else {
+    bytes.append(records);
     for (const ValidatedBatch& b : batches) {
       if (b.view.header.base_offset < next_offset) {
         result.error = net::Error::kInvalidRecord;
@@ -550,12 +563,13 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
     }
     result.records += static_cast<uint64_t>(h.records_count);
   }
-  const RollCheck check{bytes.size(), max_timestamp, next_offset - 1, now};
+  const size_t appended_bytes = bytes.size();
+  const RollCheck check{appended_bytes, max_timestamp, next_offset - 1, now};
   if (active().should_roll(config_, check) ||
       next_offset - 1 - active().base_offset() > std::numeric_limits<int32_t>::max()) {
     CO_RETURN_IF_ERROR(co_await roll_locked());
   }
-  if (absl::Status s = co_await active().append(summaries, io::BufferChain(bytes)); !s.ok()) {
+  if (absl::Status s = co_await active().append(summaries, std::move(bytes)); !s.ok()) {
     co_return fail(std::move(s));
   }
 
@@ -571,7 +585,7 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_locked(io::Buffer records, in
   result.max_timestamp_ms = max_timestamp;
   result.offset_of_max_timestamp = offset_of_max;
   result.batches = static_cast<uint32_t>(batches.size());
-  result.bytes = bytes.size();
+  result.bytes = appended_bytes;
   if (unflushed_records_ >= config_.flush_messages) {
     CO_RETURN_IF_ERROR(co_await flush(log_end_offset_));
   }

@@ -229,6 +229,40 @@ TEST_F(LogTest, LogAppendTimeStampsBatches) {
   EXPECT_TRUE(net::verify_crc(all[0].header, all[0].bytes.span()).ok());
 }
 
+// A leader rewrites each batch's header but writes the client's record bytes
+// as they came: several batches in one append, the caller's buffer unchanged.
+TEST_F(LogTest, LeaderAppendRewritesHeadersOnly) {
+  config_.timestamp_type = net::TimestampType::kLogAppendTime;
+  std::unique_ptr<Log> log = open();
+  append(*log, {.records = 3});
+  const io::Buffer first = make_batch({.records = 2, .timestamp_ms = 5});
+  const io::Buffer second = make_batch({.records = 4, .value_bytes = 300, .timestamp_ms = 6});
+  io::Buffer both = io::Buffer::allocate(first.size() + second.size());
+  std::memcpy(both.mutable_data(), first.data(), first.size());
+  std::memcpy(both.mutable_data() + first.size(), second.data(), second.size());
+  const std::string before(both.view());
+  absl::StatusOr<AppendResult> r = run(ex_, log->append_as_leader(both, 7));
+  ASSERT_TRUE(r.ok() && r->ok());
+  EXPECT_EQ(r->first_offset, 3);
+  EXPECT_EQ(r->last_offset, 8);
+  EXPECT_EQ(r->bytes, both.size());
+  EXPECT_EQ(std::string(both.view()), before);
+  std::vector<net::BatchView> all = read_all(*log, 0);
+  ASSERT_EQ(all.size(), 3u);
+  const io::Buffer* inputs[] = {&first, &second};
+  for (size_t i = 1; i < 3; ++i) {
+    const net::BatchView& b = all[i];
+    EXPECT_EQ(b.header.base_offset, i == 1 ? 3 : 5);
+    EXPECT_EQ(b.header.partition_leader_epoch, 7);
+    EXPECT_EQ(b.header.timestamp_type(), net::TimestampType::kLogAppendTime);
+    EXPECT_TRUE(net::verify_crc(b.header, b.bytes.span()).ok());
+    const io::Buffer& input = *inputs[i - 1];
+    ASSERT_EQ(b.bytes.size(), input.size());
+    EXPECT_EQ(b.bytes.view().substr(net::kBatchHeaderBytes),
+              input.view().substr(net::kBatchHeaderBytes));
+  }
+}
+
 TEST_F(LogTest, IdempotentProducerDuplicatesAndGaps) {
   std::unique_ptr<Log> log = open();
   BatchSpec spec{.records = 3, .producer_id = 42, .producer_epoch = 0, .base_sequence = 0};
