@@ -10,8 +10,9 @@
 // - Bytes written to a File are durable only after datasync() on it returns.
 // - A created, renamed or removed name is durable only after sync_dir() on its
 //   parent directory returns.
-// Errors: NotFound, AlreadyExists, ResourceExhausted (disk full), DataLoss
-// (detected corruption), Internal (EIO), InvalidArgument (bad path).
+// Errors: NotFound, AlreadyExists, ResourceExhausted (disk full, quota or
+// file size limit), DataLoss (detected corruption), Internal (EIO),
+// InvalidArgument (bad path).
 #pragma once
 
 #include <cstdint>

@@ -35,6 +35,7 @@ absl::Status disk_error(int err, const std::string& what) {
       return absl::AlreadyExistsError(message);
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:  // past the file size limit
       return absl::ResourceExhaustedError(message);
     default:  // EIO and everything unexpected
       return absl::InternalError(message);

@@ -5,6 +5,8 @@
 // (rename, remove, list, make_dir, sync_dir) and error codes.
 #include "io/uring/disk.h"
 
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -103,6 +105,76 @@ TEST_F(DiskTest, WritesInlineAndThroughTheRing) {
     ASSERT_TRUE(big.has_value());
     ASSERT_TRUE(big->ok()) << big->status();
     EXPECT_EQ(**big, "300000");
+  }
+}
+
+// Sets RLIMIT_FSIZE for the process (SIGXFSZ ignored, so a write past it
+// fails with EFBIG instead of killing the test) and restores both.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGXFSZ, &ignore, &old_action_);
+    getrlimit(RLIMIT_FSIZE, &old_limit_);
+    rlimit limit = old_limit_;
+    limit.rlim_cur = bytes;
+    ok_ = bytes <= old_limit_.rlim_max && setrlimit(RLIMIT_FSIZE, &limit) == 0;
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_limit_);
+    sigaction(SIGXFSZ, &old_action_, nullptr);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  struct sigaction old_action_ {};
+  rlimit old_limit_{};
+  bool ok_ = false;
+};
+
+// Appends two 40,000-byte pieces to a file that may not grow past 64 KiB:
+// the first lands, the second lands in part and then fails. Returns the
+// second append's status, the size the file reports and the bytes it holds.
+struct RefusedWrite {
+  absl::Status second;
+  uint64_t size = 0;
+  std::string contents;
+};
+Task<absl::StatusOr<RefusedWrite>> refused_write(Disk* disk) {
+  CO_ASSIGN_OR_RETURN(auto file, co_await disk->open("big.log", OpenMode::kCreate));
+  CO_RETURN_IF_ERROR(co_await file->append(chain_of(std::string(40'000, 'a'))));
+  RefusedWrite out;
+  out.second = co_await file->append(chain_of(std::string(20'000, 'b'), std::string(20'000, 'c')));
+  out.size = file->size();
+  CO_ASSIGN_OR_RETURN(Buffer all, co_await file->read_at(0, 100'000));
+  out.contents = std::string(all.view());
+  co_return out;
+}
+
+// A write the file system refuses partway reports why, made inline or
+// through the ring, and the file's size counts the bytes that did land.
+TEST_F(DiskTest, RefusedWriteReportsItsError) {
+  for (const size_t inline_max : {size_t{0}, kInlineWriteBytesDefault}) {
+    SCOPED_TRACE(inline_max);
+    Disk disk(*loop_, dir_.path() + fmt::format("/limited-{}", inline_max),
+              DiskOptions{.inline_write_bytes_max = inline_max});
+    std::optional<absl::StatusOr<RefusedWrite>> r;
+    {
+      FileSizeLimit limit(65'536);
+      if (!limit.ok()) GTEST_SKIP() << "cannot lower RLIMIT_FSIZE";
+      r = run(refused_write(&disk));
+    }
+    ASSERT_TRUE(r.has_value());
+    ASSERT_TRUE(r->ok()) << r->status();
+    const RefusedWrite& w = **r;
+    EXPECT_EQ(w.second.code(), absl::StatusCode::kResourceExhausted) << w.second;
+    EXPECT_NE(w.second.message().find("big.log"), std::string::npos) << w.second;
+    EXPECT_EQ(w.size, 65'536u);
+    EXPECT_EQ(w.contents, std::string(40'000, 'a') + std::string(20'000, 'b') +
+                              std::string(5'536, 'c'));
   }
 }
 

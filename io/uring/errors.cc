@@ -24,6 +24,7 @@ absl::Status disk_error(int err, std::string_view what) {
       return absl::AlreadyExistsError(describe(err, what));
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:  // past the file size limit
       return absl::ResourceExhaustedError(describe(err, what));
     default:
       return absl::InternalError(describe(err, what));  // EIO and everything unexpected
