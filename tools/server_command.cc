@@ -4,7 +4,12 @@
 //
 //   brook server [--config server.properties] [--override key=value ...]
 //                [--data-dir DIR] [--cluster-id ID] [--backend auto|uring|epoll]
-//                [--log-level info|debug]
+//                [--inline-write-bytes N] [--log-level info|debug]
+//
+// --inline-write-bytes (io_uring only): file writes of at most N bytes are
+// made with a plain pwritev on the loop's thread, larger ones through the
+// ring (default 1 MiB; 0 sends every write through the ring). See
+// io/uring/README.md for the trade-off.
 //
 // With no arguments it is a single-node cluster: broker and controller in
 // one process (process.roles=broker,controller), node id 1, clients on
@@ -85,7 +90,8 @@ using Properties = std::map<std::string, std::string>;
 void usage() {
   std::fprintf(stderr,
                "usage: brook server [--config FILE] [--override KEY=VALUE ...] [--data-dir DIR]\n"
-               "                    [--cluster-id ID] [--backend auto|uring|epoll] [--log-level info|debug]\n");
+               "                    [--cluster-id ID] [--backend auto|uring|epoll] [--inline-write-bytes N]\n"
+               "                    [--log-level info|debug]\n");
 }
 
 std::string trim(std::string_view s) {
@@ -155,6 +161,7 @@ struct ServerArgs {
   std::string data_dir;
   std::string cluster_id;
   io::real::BackendKind backend = io::real::BackendKind::kAuto;
+  std::optional<size_t> inline_write_bytes_max;
   bool debug = false;
 };
 
@@ -440,6 +447,11 @@ std::optional<ServerArgs> parse(Args args) {
       auto b = io::real::parse_backend_kind(value);
       if (!b.ok()) return std::nullopt;
       out.backend = *b;
+    } else if (arg == "--inline-write-bytes") {
+      size_t bytes = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
+      if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+      out.inline_write_bytes_max = bytes;
     } else if (arg == "--log-level") {
       if (value != "debug" && value != "info") return std::nullopt;
       out.debug = value == "debug";
@@ -633,6 +645,7 @@ int server_main(Args args) {
   io::real::RealNodeOptions options;
   options.backend = parsed->backend;
   options.data_dir = config->data_dir;
+  options.inline_write_bytes_max = parsed->inline_write_bytes_max;
   options.node_id = io::NodeId{config->node_id};
   if (parsed->debug) options.log_level_min = io::LogLevel::kDebug;
   absl::StatusOr<std::unique_ptr<io::real::RealNode>> node = io::real::RealNode::create(options);

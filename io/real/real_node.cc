@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <type_traits>
 
 #include <unistd.h>
 
@@ -46,6 +48,19 @@ absl::Status make_dirs(const std::string& path) {
   return absl::OkStatus();
 }
 
+template <typename DiskT, typename LoopT>
+std::unique_ptr<DiskT> make_disk(LoopT& loop, const RealNodeOptions& options) {
+  if constexpr (std::is_same_v<DiskT, uring::Disk>) {
+    uring::DiskOptions disk_options;
+    if (options.inline_write_bytes_max.has_value()) {
+      disk_options.inline_write_bytes_max = *options.inline_write_bytes_max;
+    }
+    return std::make_unique<DiskT>(loop, options.data_dir, disk_options);
+  } else {
+    return std::make_unique<DiskT>(loop, options.data_dir);
+  }
+}
+
 // The same assembly for either backend: a loop, a disk, a network, and the
 // Context over them.
 template <typename LoopT, typename DiskT, typename NetworkT>
@@ -54,11 +69,11 @@ class NodeOn final : public RealNode {
   NodeOn(BackendKind kind, std::unique_ptr<LoopT> loop, const RealNodeOptions& options)
       : kind_(kind),
         loop_(std::move(loop)),
-        disk_(*loop_, options.data_dir),
+        disk_(make_disk<DiskT>(*loop_, options)),
         network_(*loop_),
         random_(os_random_seed()),
         logger_(options.node_id.value, *loop_, stderr_log_sink(), options.log_level_min),
-        context_(options.node_id, *loop_, *loop_, disk_, network_, random_, logger_),
+        context_(options.node_id, *loop_, *loop_, *disk_, network_, random_, logger_),
         scope_(*loop_) {}
 
   BackendKind backend() const override { return kind_; }
@@ -69,7 +84,7 @@ class NodeOn final : public RealNode {
  private:
   BackendKind kind_;
   std::unique_ptr<LoopT> loop_;
-  DiskT disk_;
+  std::unique_ptr<DiskT> disk_;
   NetworkT network_;
   Random random_;
   Logger logger_;

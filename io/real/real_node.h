@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,10 @@ struct RealNodeOptions {
   std::string data_dir;  // the Disk's root; created when missing
   NodeId node_id{0};
   LogLevel log_level_min = LogLevel::kInfo;
+  // io_uring only: file writes of at most this many bytes are made inline
+  // (io::uring::DiskOptions); 0 sends every write through the ring. Unset:
+  // the backend's default.
+  std::optional<size_t> inline_write_bytes_max;
 };
 
 class RealNode {
