@@ -45,10 +45,12 @@ Task<void> sleep_then_write(Context* ctx, bool* done) {
   *done = true;
 }
 
-void run_on(BackendKind asked, BackendKind expected, const std::string& dir) {
+void run_on(BackendKind asked, BackendKind expected, const std::string& dir,
+            std::optional<size_t> inline_write_bytes_max = std::nullopt) {
   RealNodeOptions options;
   options.backend = asked;
   options.data_dir = dir;
+  options.inline_write_bytes_max = inline_write_bytes_max;
   auto node = RealNode::create(options);
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ((*node)->backend(), expected);
@@ -69,6 +71,18 @@ TEST_F(RealNodeTest, AutoPrefersIoUringWhenTheKernelAllowsIt) {
   const bool uring_ok = RealNode::create(probe).ok();
   run_on(BackendKind::kAuto, uring_ok ? BackendKind::kUring : BackendKind::kEpoll,
          root_ + "/auto");
+}
+
+// The inline write limit reaches the io_uring disk (0: every write through
+// the ring); the epoll backend, whose writes are all plain calls, ignores it.
+TEST_F(RealNodeTest, InlineWriteLimitIsOptional) {
+  RealNodeOptions probe;
+  probe.backend = BackendKind::kUring;
+  probe.data_dir = root_ + "/probe";
+  if (RealNode::create(probe).ok()) {
+    run_on(BackendKind::kUring, BackendKind::kUring, root_ + "/ring", 0);
+  }
+  run_on(BackendKind::kEpoll, BackendKind::kEpoll, root_ + "/plain", 0);
 }
 
 TEST(RealNode, ParsesBackendNames) {
