@@ -434,8 +434,8 @@ void bench_append(io::uring::Loop& loop, const Options& o, const std::vector<io:
 // append_as_leader takes them on one batch after another (so later steps
 // find the batch in the cache): framing and CRC, then reading the records
 // for validation (net::visit_records), then the rewritten copy of the
-// header that takes the assigned offset, chained before the records. Each line adds one step; the differences are the
-// steps' costs.
+// header that takes the assigned offset, chained before the records. Each
+// line adds one step; the differences are the steps' costs.
 void append_breakdown(const std::vector<io::Buffer>& batches) {
   const size_t n = batches.size();
   const uint64_t bytes = total_bytes(batches);
@@ -472,11 +472,11 @@ void append_breakdown(const std::vector<io::Buffer>& batches) {
   };
   const double crc = per_batch_ns(1);
   const double read = per_batch_ns(2);
-  const double copy = per_batch_ns(3);
+  const double all = per_batch_ns(3);
   const double mean_bytes = static_cast<double>(bytes) / static_cast<double>(n);
   std::printf("  log CPU per batch (%.0f bytes): frame + CRC %.0f ns, + read records %.0f ns, "
               "+ header %.0f ns = %.0f ns (%.0f MB/s alone)\n",
-              mean_bytes, crc, read - crc, copy - read, copy, mean_bytes * 1e3 / copy);
+              mean_bytes, crc, read - crc, all - read, all, mean_bytes * 1e3 / all);
 }
 
 // ------------------------------------------------------------------ read and lookups
