@@ -33,6 +33,9 @@ struct FileState {
   uint64_t size;
   bool writable;
   size_t inline_write_bytes_max;
+  // write_inline's vectors, kept between calls so an append allocates none
+  // (an inline write finishes before the loop runs anything else).
+  std::vector<iovec> inline_iovecs{};
 };
 
 absl::Status closed_error(const FileState& f) {
@@ -88,7 +91,7 @@ Task<absl::StatusOr<Buffer>> read_at_impl(std::shared_ptr<FileState> f, uint64_t
 
 // Writes `data` at `offset` with pwritev(2) on this thread (DiskOptions).
 absl::Status write_inline(FileState& f, uint64_t offset, BufferChain& data) {
-  std::vector<iovec> iovecs;
+  std::vector<iovec>& iovecs = f.inline_iovecs;
   uint64_t position = offset;
   while (!data.empty()) {
     const size_t count = fill_iovecs(data, iovecs);
