@@ -6,9 +6,10 @@
 //       One run: prints the swarm configuration, the verdict, what the run
 //       did, and ends with "trace-hash: <16 hex digits>" and
 //       "replay: brook sim --seed N".
-//   brook sim --seeds A..B [--scenario NAME]
+//   brook sim --seeds A..B [--scenario NAME] [--stop-on-failure]
 //       A sweep of seeds A to B inclusive: one line per seed, the replay
 //       command of each failure, and last "N passed, M failed".
+//       --stop-on-failure ends the sweep at its first failing seed.
 //
 // Exit code: 0 when every run passed, 1 when one failed, 2 on bad usage.
 #include <fmt/format.h>
@@ -32,12 +33,13 @@ struct SimArgs {
   std::string scenario = "demo";
   std::string trace_path;
   bool log = false;
+  bool stop_on_failure = false;
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: brook sim --seed N [--scenario NAME] [--trace FILE] [--log]\n"
-               "       brook sim --seeds A..B [--scenario NAME]\n");
+               "       brook sim --seeds A..B [--scenario NAME] [--stop-on-failure]\n");
 }
 
 std::optional<uint64_t> parse_u64(std::string_view text) {
@@ -63,6 +65,8 @@ bool parse_args(Args args, SimArgs& out) {
     const bool has_value = i + 1 < args.size();
     if (arg == "--log") {
       out.log = true;
+    } else if (arg == "--stop-on-failure") {
+      out.stop_on_failure = true;
     } else if (!has_value) {
       std::fprintf(stderr, "brook sim: missing value or unknown option '%.*s'\n",
                    static_cast<int>(arg.size()), arg.data());
@@ -89,6 +93,10 @@ bool parse_args(Args args, SimArgs& out) {
   }
   if (out.seeds && (!out.trace_path.empty() || out.log)) {
     std::fprintf(stderr, "brook sim: --trace and --log need a single --seed\n");
+    return false;
+  }
+  if (out.seed && out.stop_on_failure) {
+    std::fprintf(stderr, "brook sim: --stop-on-failure needs --seeds\n");
     return false;
   }
   return true;
@@ -145,7 +153,7 @@ int run_sweep(const SimArgs& args) {
                  result->failures.empty() ? "" : result->failures.front(), result->replay_command);
     }
     std::fflush(stdout);
-    if (seed == args.seeds->second) break;
+    if (seed == args.seeds->second || (failed != 0 && args.stop_on_failure)) break;
   }
   fmt::print("{} passed, {} failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
