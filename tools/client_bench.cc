@@ -13,7 +13,9 @@
 // (6) --replication-factor R (1) --min-insync N (the topic's
 // min.insync.replicas; the broker's default) --acks 0|1|all (1) --linger-ms
 // MS (1) --batch-bytes B (1048576) --rate-seconds S (10) --rate-timeline
-// (the rate phase's p99 and maximum per 100 ms) --topic NAME (a fresh one). --broker-pid may be given once per broker: the peak line
+// (the rate phase's p99 and maximum per 100 ms) --topic NAME (a fresh one)
+// --consume-only (only the consume phase, over the whole of an existing
+// --topic of --partitions partitions). --broker-pid may be given once per broker: the peak line
 // prints MB produced per CPU-second of one broker (their mean) and of all
 // of them together.
 //
@@ -68,6 +70,7 @@ struct Options {
   long batch_bytes = 1 << 20;
   int rate_seconds = 10;
   bool rate_timeline = false;
+  bool consume_only = false;
   std::string topic;
 };
 
@@ -219,6 +222,8 @@ void print_timeline(std::vector<std::pair<int64_t, int64_t>>& timeline) {
   }
 }
 
+void run_consume(const Options& o, const std::string& bootstrap, long total);
+
 void run_kafka(const Options& o, const std::string& bootstrap) {
   Delivery d;
   rd_kafka_t* rk = new_producer(o, bootstrap, &d);
@@ -287,8 +292,12 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   const long total = o.messages + sent;
   rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
+  run_consume(o, bootstrap, total);
+}
 
-  // Consume the whole topic from the start.
+// Consumes the whole topic from the start: `total` messages, or (total < 0)
+// until every partition reports its end.
+void run_consume(const Options& o, const std::string& bootstrap, long total) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   set(conf, "bootstrap.servers", bootstrap);
   set(conf, "group.id", "brook-client-bench");
@@ -309,7 +318,7 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   rd_kafka_topic_partition_list_destroy(parts);
   long got = 0;
   size_t bytes = 0;
-  t0 = Clock::now();
+  const auto t0 = Clock::now();
   auto last = Clock::now();
   // Until every partition reports its end (librdkafka's mock cluster keeps
   // only the newest few MB of each partition, so it ends early).
@@ -319,7 +328,7 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   // librdkafka less per message than one poll each.
   rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(consumer);
   std::vector<rd_kafka_message_t*> batch(10000);
-  while (got < total && ended < o.partitions && seconds_since(last) < 20) {
+  while ((total < 0 || got < total) && ended < o.partitions && seconds_since(last) < 20) {
     const ssize_t n = rd_kafka_consume_batch_queue(queue, 100, batch.data(), batch.size());
     for (ssize_t i = 0; i < n; ++i) {
       rd_kafka_message_t* m = batch[static_cast<size_t>(i)];
@@ -337,6 +346,7 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
   }
   rd_kafka_queue_destroy(queue);
   const double consume_s = seconds_since(t0);
+  if (total < 0) total = got;
   std::printf("consume: messages=%ld of %ld MB=%.1f seconds=%.2f MB/s=%.1f msgs/s=%.0f\n", got, total,
               static_cast<double>(bytes) / 1e6, consume_s, static_cast<double>(bytes) / 1e6 / consume_s,
               static_cast<double>(got) / consume_s);
@@ -419,6 +429,8 @@ int main(int argc, char** argv) {
       o.batch_bytes = std::stol(value());
     } else if (a == "--rate-timeline") {
       o.rate_timeline = true;
+    } else if (a == "--consume-only") {
+      o.consume_only = true;
     } else if (a == "--rate-seconds") {
       o.rate_seconds = std::stoi(value());
     } else if (a == "--topic") {
@@ -450,6 +462,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (o.bootstrap.empty()) die("--bootstrap HOST:PORT, --mock or --loopback");
+  if (o.consume_only) {
+    if (o.topic.empty()) die("--consume-only needs --topic");
+    run_consume(o, o.bootstrap, -1);
+    return 0;
+  }
   {
     Delivery d;
     rd_kafka_t* admin = new_producer(o, o.bootstrap, &d);
