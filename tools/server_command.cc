@@ -450,7 +450,11 @@ std::optional<ServerArgs> parse(Args args) {
     } else if (arg == "--inline-write-bytes") {
       size_t bytes = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), bytes);
-      if (ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+      if (ec != std::errc() || end != value.data() + value.size()) {
+        std::fprintf(stderr, "brook server: --inline-write-bytes needs a byte count, not '%s'\n",
+                     value.c_str());
+        return std::nullopt;
+      }
       out.inline_write_bytes_max = bytes;
     } else if (arg == "--log-level") {
       if (value != "debug" && value != "info") return std::nullopt;
