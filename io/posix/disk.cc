@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "io/errno_status.h"
 #include "io/status.h"
 
 namespace brook::io::posix {
@@ -24,23 +25,6 @@ namespace {
 constexpr size_t kIovecsPerCallMax = 64;
 constexpr mode_t kFileMode = 0644;
 constexpr mode_t kDirMode = 0755;
-
-// Maps errno as io/disk.h says.
-absl::Status disk_error(int err, const std::string& what) {
-  std::string message = fmt::format("{}: {}", what, std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(message);
-    case EEXIST:
-      return absl::AlreadyExistsError(message);
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:  // past the file size limit
-      return absl::ResourceExhaustedError(message);
-    default:  // EIO and everything unexpected
-      return absl::InternalError(message);
-  }
-}
 
 // A path naming an entry below the root (not the root itself).
 absl::Status validate_entry_path(const std::string& path) {

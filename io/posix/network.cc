@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "io/errno_status.h"
 #include "io/status.h"
 
 namespace brook::io::posix {
@@ -66,39 +67,6 @@ Address from_sockaddr(const sockaddr_storage& storage) {
   const auto* v4 = reinterpret_cast<const sockaddr_in*>(&storage);
   ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof(text));
   return Address{text, ntohs(v4->sin_port)};
-}
-
-// Maps a socket errno to the codes io/network.h promises.
-absl::Status socket_error(int err, const std::string& what) {
-  std::string message = fmt::format("{}: {}", what, std::strerror(err));
-  switch (err) {
-    case ECONNREFUSED:
-    case ECONNRESET:
-    case ECONNABORTED:
-    case EPIPE:
-    case ENOTCONN:
-    case EHOSTUNREACH:
-    case EHOSTDOWN:
-    case ENETUNREACH:
-    case ENETDOWN:
-    case ENETRESET:
-    case EADDRNOTAVAIL:
-      return absl::UnavailableError(message);
-    case ETIMEDOUT:
-      return absl::DeadlineExceededError(message);
-    case EADDRINUSE:
-      return absl::AlreadyExistsError(message);
-    case EMFILE:
-    case ENFILE:
-    case ENOBUFS:
-    case ENOMEM:
-      return absl::ResourceExhaustedError(message);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(message);
-    default:
-      return absl::InternalError(message);
-  }
 }
 
 absl::Status closed_error(const char* op) {
@@ -153,7 +121,7 @@ class Socket {
 
 absl::Status set_int_option(int fd, int level, int name, int value, const char* what) {
   if (::setsockopt(fd, level, name, &value, sizeof(value)) != 0) {
-    return socket_error(errno, what);
+    return network_error(errno, what);
   }
   return absl::OkStatus();
 }
@@ -162,7 +130,7 @@ absl::StatusOr<Address> local_address_of(int fd) {
   sockaddr_storage storage{};
   socklen_t length = sizeof(storage);
   if (::getsockname(fd, reinterpret_cast<sockaddr*>(&storage), &length) != 0) {
-    return socket_error(errno, "getsockname");
+    return network_error(errno, "getsockname");
   }
   return from_sockaddr(storage);
 }
@@ -178,7 +146,7 @@ Task<absl::StatusOr<Buffer>> read_some_on(std::shared_ptr<Socket> socket, size_t
     if (n == 0) co_return Buffer();
     const int err = errno;
     if (err == EINTR) continue;
-    if (!would_block(err)) co_return socket_error(err, "read");
+    if (!would_block(err)) co_return network_error(err, "read");
     co_await socket->waiters().readable();
   }
 }
@@ -209,7 +177,7 @@ Task<absl::Status> write_all_on(std::shared_ptr<Socket> socket, BufferChain data
     }
     const int err = errno;
     if (err == EINTR) continue;
-    if (!would_block(err)) co_return socket_error(err, "write");
+    if (!would_block(err)) co_return network_error(err, "write");
     co_await socket->waiters().writable();
   }
   co_return absl::OkStatus();
@@ -280,7 +248,7 @@ Task<absl::StatusOr<std::unique_ptr<io::Connection>>> accept_on(std::shared_ptr<
     }
     const int err = errno;
     if (accept_retryable(err)) continue;
-    if (!would_block(err)) co_return socket_error(err, "accept");
+    if (!would_block(err)) co_return network_error(err, "accept");
     co_await listener->waiters().readable();
   }
 }
@@ -305,14 +273,14 @@ class PosixListener final : public io::Listener {
 absl::StatusOr<std::unique_ptr<io::Listener>> open_listener(Loop* loop, const Address& address) {
   ASSIGN_OR_RETURN(const SockAddr bind_to, to_sockaddr(address));
   const int fd = ::socket(bind_to.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return socket_error(errno, "socket");
+  if (fd < 0) return network_error(errno, "socket");
   auto socket = std::make_shared<Socket>(loop, fd);
   RETURN_IF_ERROR(set_int_option(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR"));
   const std::string where = address.to_string();
   if (::bind(fd, bind_to.get(), bind_to.length) != 0) {
-    return socket_error(errno, fmt::format("bind {}", where));
+    return network_error(errno, fmt::format("bind {}", where));
   }
-  if (::listen(fd, kListenBacklog) != 0) return socket_error(errno, fmt::format("listen {}", where));
+  if (::listen(fd, kListenBacklog) != 0) return network_error(errno, fmt::format("listen {}", where));
   ASSIGN_OR_RETURN(Address bound, local_address_of(fd));
   RETURN_IF_ERROR(socket->watch());
   return std::unique_ptr<io::Listener>(
@@ -332,20 +300,20 @@ Task<absl::Status> wait_connected(std::shared_ptr<Socket> socket, std::string wh
     int err = 0;
     socklen_t length = sizeof(err);
     if (::getsockopt(socket->fd(), SOL_SOCKET, SO_ERROR, &err, &length) != 0) err = errno;
-    if (err != 0) co_return socket_error(err, fmt::format("connect {}", where));
+    if (err != 0) co_return network_error(err, fmt::format("connect {}", where));
     sockaddr_storage peer{};
     socklen_t peer_length = sizeof(peer);
     if (::getpeername(socket->fd(), reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0) {
       co_return absl::OkStatus();
     }
-    if (errno != ENOTCONN) co_return socket_error(errno, fmt::format("connect {}", where));
+    if (errno != ENOTCONN) co_return network_error(errno, fmt::format("connect {}", where));
   }
 }
 
 Task<absl::StatusOr<std::unique_ptr<io::Connection>>> connect_to(Loop* loop, Address address) {
   CO_ASSIGN_OR_RETURN(const SockAddr target, to_sockaddr(address));
   const int fd = ::socket(target.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) co_return socket_error(errno, "socket");
+  if (fd < 0) co_return network_error(errno, "socket");
   // Owned from here on: if this task is destroyed while connecting, the
   // socket is unwatched and closed with it.
   auto socket = std::make_shared<Socket>(loop, fd);
@@ -353,7 +321,7 @@ Task<absl::StatusOr<std::unique_ptr<io::Connection>>> connect_to(Loop* loop, Add
   // After EINTR a non-blocking connect carries on in the background.
   const int err = rc == 0 ? 0 : errno;
   if (err != 0 && err != EINPROGRESS && err != EINTR) {
-    co_return socket_error(err, fmt::format("connect {}", address.to_string()));
+    co_return network_error(err, fmt::format("connect {}", address.to_string()));
   }
   CO_RETURN_IF_ERROR(socket->watch());
   if (err != 0) CO_RETURN_IF_ERROR(co_await wait_connected(socket, address.to_string()));

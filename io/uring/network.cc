@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "io/status.h"
-#include "io/uring/errors.h"
+#include "io/errno_status.h"
 
 namespace brook::io::uring {
 namespace {

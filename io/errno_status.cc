@@ -1,5 +1,5 @@
-// io/uring/errors.cc
-#include "io/uring/errors.h"
+// io/errno_status.cc
+#include "io/errno_status.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-namespace brook::io::uring {
+namespace brook::io {
 namespace {
 
 std::string describe(int err, std::string_view what) {
@@ -64,4 +64,4 @@ absl::Status network_error(int err, std::string_view what) {
   }
 }
 
-}  // namespace brook::io::uring
+}  // namespace brook::io
