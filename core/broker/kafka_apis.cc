@@ -60,8 +60,14 @@ namespace {
 using namespace std::chrono_literals;
 
 // The client APIs and the versions served (clamped to the schemas').
+//
+// Produce is served from v3 (record batches, magic 2) but advertised from
+// v0, as Apache Kafka 4 does (KAFKA-18659): librdkafka before 2.11 compresses
+// with gzip, snappy or lz4 only when the broker lists Produce v0 and sends
+// its batches uncompressed otherwise. A Produce v0-2 request still closes
+// the connection.
 constexpr net::ApiSupport kBrokerApis[] = {
-    {net::ProduceRequest::kApiKey, 3, 11},
+    {net::ProduceRequest::kApiKey, 3, 11, 0},
     {net::FetchRequest::kApiKey, 4, 17},
     {net::ListOffsetsRequest::kApiKey, 1, 8},
     {net::MetadataRequest::kApiKey, 0, 12},
@@ -111,9 +117,27 @@ constexpr int32_t kTopicOperationsAll = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5
 constexpr int32_t kClusterOperationsAll =
     (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
+// A request at a version this broker does not serve (though its schema may
+// know it, like Produce v0-2): Kafka closes the connection. ApiVersions is
+// answered at any version (KIP-511).
+absl::Status check_served_version(const net::RequestHeader& header) {
+  if (header.request_api_key == net::ApiVersionsRequest::kApiKey) return absl::OkStatus();
+  for (const net::ApiSupport& api : kBrokerApis) {
+    if (api.key != header.request_api_key) continue;
+    if (header.request_api_version < api.min_version || header.request_api_version > api.max_version) {
+      return absl::UnimplementedError(fmt::format("broker: version {} of API key {} is not served (versions {}-{})",
+                                                  header.request_api_version, header.request_api_key,
+                                                  api.min_version, api.max_version));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();  // not served at all: the switch below says so
+}
+
 }  // namespace
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFrame frame) {
+  if (absl::Status served = check_served_version(frame.header); !served.ok()) co_return served;
   switch (frame.header.request_api_key) {
     case net::ApiVersionsRequest::kApiKey:
       co_return co_await on_api_versions(frame);

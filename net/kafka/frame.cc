@@ -102,7 +102,9 @@ ApiVersionsResponse make_api_versions_response(std::span<const ApiSupport> imple
     if (lo > hi) continue;
     auto& entry = out.api_keys.emplace_back();
     entry.api_key = support.key;
-    entry.min_version = lo;
+    entry.min_version = support.advertised_min_version >= 0
+                            ? std::min(lo, support.advertised_min_version)
+                            : lo;
     entry.max_version = hi;
   }
   std::sort(out.api_keys.begin(), out.api_keys.end(),

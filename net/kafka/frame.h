@@ -107,10 +107,13 @@ absl::StatusOr<M> decode_response(const io::Buffer& frame, int16_t version,
 // A server's ApiVersions answer: for each API it implements, the implemented
 // range clamped to the schema's range. APIs not served on the listener kind
 // (kListenerBroker, kListenerController) or without a schema are left out.
+// advertised_min_version, when set, lowers the advertised floor below the
+// served one; the server must still refuse the versions between.
 struct ApiSupport {
   int16_t key;
   int16_t min_version;
   int16_t max_version;
+  int16_t advertised_min_version = -1;
 };
 ApiVersionsResponse make_api_versions_response(std::span<const ApiSupport> implemented,
                                                uint8_t listener);

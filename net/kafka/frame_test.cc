@@ -112,6 +112,18 @@ TEST(ApiVersionsTable, ClampedToSchemasAndListener) {
   EXPECT_EQ(r.api_keys[3].api_key, 18);
 }
 
+TEST(ApiVersionsTable, AdvertisedFloorBelowTheServedOne) {
+  const ApiSupport implemented[] = {{0, 3, 11, 0}, {1, 4, 17}};
+  const ApiVersionsResponse r = make_api_versions_response(implemented, kListenerBroker);
+  ASSERT_EQ(r.api_keys.size(), 2u);
+  EXPECT_EQ(r.api_keys[0].min_version, 0);  // listed from v0...
+  EXPECT_EQ(r.api_keys[0].max_version, 11);
+  EXPECT_EQ(r.api_keys[1].min_version, 4);
+  // Never above the served floor, whatever is asked.
+  const ApiSupport higher[] = {{0, 3, 11, 5}};
+  EXPECT_EQ(make_api_versions_response(higher, kListenerBroker).api_keys[0].min_version, 3);
+}
+
 TEST(EncodeResponse, ApiVersionsHeaderIsAlwaysV0) {
   RequestHeader request;
   request.request_api_key = 18;

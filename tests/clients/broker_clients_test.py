@@ -90,6 +90,27 @@ def check(name, cond, detail=""):
     print(f"ok {name}", flush=True)
 
 
+def stored_codecs(server, topic):
+    """The compression codecs of the batches stored for `topic`, read from
+    its segment files (attributes at byte 21 of each batch)."""
+    names = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+    found = set()
+    for d in os.listdir(server.data_dir):
+        if d.rsplit("-", 1)[0] != topic:
+            continue
+        for f in os.listdir(os.path.join(server.data_dir, d)):
+            if not f.endswith(".log"):
+                continue
+            with open(os.path.join(server.data_dir, d, f), "rb") as seg:
+                data = seg.read()
+            pos = 0
+            while pos + 23 <= len(data):
+                length = int.from_bytes(data[pos + 8:pos + 12], "big")
+                found.add(names.get(int.from_bytes(data[pos + 21:pos + 23], "big") & 7, "?"))
+                pos += 12 + length
+    return found
+
+
 def kcat_checks(server):
     b = server.bootstrap
     meta = run(["kcat", "-b", b, "-L"]).decode()
@@ -102,6 +123,9 @@ def kcat_checks(server):
         got = out.splitlines()
         want = [f"k{i}=v{i} {i}" for i in range(500)]
         check(f"kcat produce/consume {codec}", got == want, f"{got[:3]}... ({len(got)} lines)")
+        # librdkafka compresses only for a broker that lists Produce v0.
+        codecs = stored_codecs(server, topic)
+        check(f"kcat {codec} batches are stored as sent", codecs == {codec}, f"{codecs}")
     run(["kcat", "-b", b, "-P", "-t", "kcat-headers", "-H", "h1=x", "-H", "h2=y"], input=b"payload\n")
     out = run(["kcat", "-b", b, "-C", "-t", "kcat-headers", "-e", "-q", "-f", "%s|%h\n"]).decode()
     check("kcat headers", out.strip() == "payload|h1=x,h2=y", out)
@@ -382,6 +406,19 @@ def connection_checks(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         s.sendall((200 * 1024 * 1024).to_bytes(4, "big") + b"\x00\x12\x00\x00")
         check("oversized request closes the connection", s.recv(1) == b"")
+    import struct
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        # ApiVersions v0 lists Produce from v0 (old librdkafka needs it to
+        # compress), served from v3 only: a Produce v2 closes the connection.
+        s.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        data = s.recv(size, socket.MSG_WAITALL)
+        _corr, error, n = struct.unpack_from(">ihi", data, 0)
+        ranges = {k: (lo, hi) for k, lo, hi in (struct.unpack_from(">hhh", data, 10 + 6 * i) for i in range(n))}
+        check("ApiVersions lists Produce from v0", error == 0 and ranges.get(0, (None,))[0] == 0, f"{ranges.get(0)}")
+        body = struct.pack(">hhih", 0, 2, 2, -1) + struct.pack(">hii", 1, 1000, 0)
+        s.sendall(struct.pack(">i", len(body)) + body)
+        check("Produce v2 closes the connection", s.recv(1) == b"")
 
 
 def cluster_checks(work):
