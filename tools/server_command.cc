@@ -419,6 +419,21 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> flush_ms, get_int("log.flush.interval.ms"));
   if (flush_ms && *flush_ms >= 0) log.flush_ms = *flush_ms;
+
+  // DescribeConfigs' STATIC_BROKER_CONFIG layer: the properties as given,
+  // plus what this node decided where none was given.
+  std::map<std::string, std::string> statics = p;
+  statics["node.id"] = std::to_string(c.node_id);
+  statics["process.roles"] = c.broker && c.controller ? "broker,controller" : c.broker ? "broker" : "controller";
+  statics["log.dirs"] = b.log_dir;
+  if (!statics.contains("listeners")) {
+    std::vector<std::string> named;
+    for (const auto& [name, address] : listeners) named.push_back(fmt::format("{}://{}:{}", name, address.host, address.port));
+    statics["listeners"] = fmt::format("{}", fmt::join(named, ","));
+  }
+  statics["offsets.topic.replication.factor"] = std::to_string(b.offsets_topic_replication_factor);
+  b.static_configs = statics;
+  k.static_configs = std::move(statics);
   return c;
 }
 

@@ -133,6 +133,9 @@ struct BrokerConfig {
   group::GroupCoordinatorConfig group;
   int16_t offsets_topic_replication_factor = 3;
   io::Duration offsets_commit_timeout{std::chrono::milliseconds(5000)};
+  // The node's server.properties as DescribeConfigs shows them
+  // (STATIC_BROKER_CONFIG).
+  std::map<std::string, std::string> static_configs;
 };
 
 // What a leader knows of one follower replica.

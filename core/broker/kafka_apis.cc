@@ -794,7 +794,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_configs(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::DescribeConfigsRequest request, net::decode_body<net::DescribeConfigsRequest>(frame));
   co_return net::encode_response(
-      configs::describe_configs(image_, config_.node_id, request, frame.header.request_api_version),
+      configs::describe_configs(image_, config_.node_id, request, frame.header.request_api_version,
+                                &config_.static_configs),
       frame.header);
 }
 

@@ -1596,9 +1596,11 @@ absl::StatusOr<std::vector<DescribedConfig>> describe(const metadata::ConfigReso
 }
 
 net::DescribeConfigsResponse describe_configs(const metadata::MetadataImage& image, int32_t node_id,
-                                              const net::DescribeConfigsRequest& request, int16_t version) {
+                                              const net::DescribeConfigsRequest& request, int16_t version,
+                                              const StaticConfig* static_config) {
   net::DescribeConfigsResponse response;
   BrokerLayers layers;
+  layers.static_config = static_config;
   layers.dynamic_default = image.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
   const std::string own = std::to_string(node_id);
   layers.dynamic_broker = image.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, own});

@@ -253,8 +253,10 @@ absl::StatusOr<std::vector<DescribedConfig>> describe(const metadata::ConfigReso
 // (a broker, or a controller since KIP-919) gives it: topics must exist
 // (UNKNOWN_TOPIC_OR_PARTITION); a broker resource names this node or ""
 // (the cluster-wide default), else INVALID_REQUEST. Fields are set only at
-// the versions that carry them.
+// the versions that carry them. `static_config` is the node's own
+// server.properties (null: none), the STATIC_BROKER_CONFIG layer.
 net::DescribeConfigsResponse describe_configs(const metadata::MetadataImage& image, int32_t node_id,
-                                              const net::DescribeConfigsRequest& request, int16_t version);
+                                              const net::DescribeConfigsRequest& request, int16_t version,
+                                              const StaticConfig* static_config = nullptr);
 
 }  // namespace brook::configs

@@ -1695,7 +1695,8 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
     case net::DescribeConfigsRequest::kApiKey: {
       // KIP-919: answered from the committed image, as a broker would.
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::DescribeConfigsRequest>(frame));
-      co_return net::encode_response(configs::describe_configs(committed_, config_.node_id, request, version),
+      co_return net::encode_response(configs::describe_configs(committed_, config_.node_id, request, version,
+                                                                &config_.static_configs),
                                      frame.header);
     }
     case net::BrokerRegistrationRequest::kApiKey: {

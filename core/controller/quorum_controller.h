@@ -133,6 +133,9 @@ struct ControllerConfig {
   bool unclean_leader_election = false;
   // The metadata.version a new cluster starts with.
   int16_t bootstrap_metadata_version = kMetadataVersionLatest;
+  // The node's server.properties as DescribeConfigs shows them
+  // (STATIC_BROKER_CONFIG).
+  std::map<std::string, std::string> static_configs;
   // metadata.log.max.record.bytes.between.snapshots (0: never).
   int64_t snapshot_max_new_record_bytes = 20 << 20;
   // Mutation testing only: answer writes once appended, before they

@@ -206,6 +206,17 @@ def confluent_checks(server):
         configs = f.result(20)
         check("confluent alter/describe configs", configs["retention.ms"].value == "3600000",
               str(configs.get("retention.ms")))
+    # The broker's own properties (--override here) are STATIC_BROKER_CONFIG.
+    from confluent_kafka.admin import ConfigSource
+    for f in admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")]).values():
+        configs = f.result(20)
+        idle, node, parts = configs["connections.max.idle.ms"], configs["node.id"], configs["num.partitions"]
+        check("confluent describe broker configs: static ones as set",
+              idle.value == "3000" and idle.source == ConfigSource.STATIC_BROKER_CONFIG.value
+              and node.value == "1" and node.source == ConfigSource.STATIC_BROKER_CONFIG.value
+              and configs["log.dirs"].value == os.path.abspath(server.data_dir)
+              and parts.value == "1" and parts.source == ConfigSource.DEFAULT_CONFIG.value,
+              f"{idle} {node} {configs['log.dirs']} {parts}")
 
     # A large message (about 900 KB) under the default max.message.bytes.
     big = os.urandom(900_000)
