@@ -431,6 +431,22 @@ def connection_checks(server):
         s.sendall(struct.pack(">i", len(body)) + body)
         check("Produce v2 closes the connection", s.recv(1) == b"")
 
+    def api_versions_v3(name, version):
+        body = struct.pack(">hhih", 18, 3, 3, -1) + b"\x00"  # header v2: no client id, no tags
+        for label in (name, version):
+            body += bytes([len(label) + 1]) + label
+        body += b"\x00"
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+            data = s.recv(size, socket.MSG_WAITALL)
+        _corr, error = struct.unpack_from(">ih", data, 0)
+        return error, data[6] - 1  # error code, number of API keys
+    check("ApiVersions v3 from a well-named client", api_versions_v3(b"librdkafka", b"2.0.2")[0] == 0)
+    for bad in [(b"bad name", b"1.0"), (b"-lead", b"1.0"), (b"ok", b"1.0-")]:
+        got = api_versions_v3(*bad)
+        check(f"ApiVersions v3 from {bad} is INVALID_REQUEST", got == (42, 0), f"{got}")
+
 
 def cluster_checks(work):
     """Three controller processes and three broker processes: a topic of
