@@ -332,8 +332,17 @@ TEST_F(KraftProcesses, ControllerServesBrokersAndAdminsAcrossFailover) {
   ASSERT_TRUE(leader.has_value()) << "no leader within 30 s";
   const uint16_t port = ports[static_cast<size_t>(leader->first)];
 
-  std::optional<net::ApiVersionsResponse> versions = call<net::ApiVersionsResponse>(port, net::ApiVersionsRequest{}, 3);
+  // v3 must name the client's software (KIP-511), as on a broker.
+  std::optional<net::ApiVersionsResponse> unnamed = call<net::ApiVersionsResponse>(port, net::ApiVersionsRequest{}, 3);
+  ASSERT_TRUE(unnamed.has_value());
+  EXPECT_EQ(unnamed->error_code, net::code(net::Error::kInvalidRequest));
+  EXPECT_TRUE(unnamed->api_keys.empty());
+  net::ApiVersionsRequest named;
+  named.client_software_name = "brook-test";
+  named.client_software_version = "1.0";
+  std::optional<net::ApiVersionsResponse> versions = call<net::ApiVersionsResponse>(port, named, 3);
   ASSERT_TRUE(versions.has_value());
+  EXPECT_EQ(versions->error_code, 0);
   bool lists_create_topics = false;
   for (const auto& k : versions->api_keys) lists_create_topics |= k.api_key == net::CreateTopicsRequest::kApiKey;
   EXPECT_TRUE(lists_create_topics);

@@ -134,16 +134,6 @@ absl::Status check_served_version(const net::RequestHeader& header) {
   return absl::OkStatus();  // not served at all: the switch below says so
 }
 
-// Kafka's pattern for ApiVersions' client software name and version:
-// [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
-bool valid_software_label(std::string_view s) {
-  auto alnum = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  };
-  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
-}
-
 }  // namespace
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFrame frame) {
@@ -229,14 +219,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_api_versions(const net::Req
     co_return net::encode_api_versions_fallback(response, frame.header);
   }
   if (frame.header.request_api_version < 3) co_return net::encode_response(response, frame.header);
-  // KIP-511: v3 names the client's software; a name or version outside
-  // Kafka's pattern is answered INVALID_REQUEST with no API list.
   CO_ASSIGN_OR_RETURN(net::ApiVersionsRequest request, net::decode_body<net::ApiVersionsRequest>(frame));
-  if (!valid_software_label(request.client_software_name) ||
-      !valid_software_label(request.client_software_version)) {
-    net::ApiVersionsResponse invalid;
-    invalid.error_code = net::code(net::Error::kInvalidRequest);
-    co_return net::encode_response(invalid, frame.header);
+  if (!net::valid_client_software(request)) {
+    co_return net::encode_response(net::api_versions_invalid_request(), frame.header);
   }
   net::ApiVersionsResponse::SupportedFeatureKey mv;
   mv.name = std::string(metadata::kMetadataVersionFeature);

@@ -119,6 +119,29 @@ absl::StatusOr<io::BufferChain> encode_api_versions_fallback(const ApiVersionsRe
   return encode_response(api_versions_fallback(supported), v0);
 }
 
+namespace {
+
+bool valid_software_label(std::string_view s) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (s.empty() || !alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '.'; });
+}
+
+}  // namespace
+
+bool valid_client_software(const ApiVersionsRequest& request) {
+  return valid_software_label(request.client_software_name) &&
+         valid_software_label(request.client_software_version);
+}
+
+ApiVersionsResponse api_versions_invalid_request() {
+  ApiVersionsResponse out;
+  out.error_code = static_cast<int16_t>(Error::kInvalidRequest);
+  return out;
+}
+
 ApiVersionsResponse api_versions_fallback(const ApiVersionsResponse& supported) {
   ApiVersionsResponse out;
   out.error_code = static_cast<int16_t>(Error::kUnsupportedVersion);

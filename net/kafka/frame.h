@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "io/buffer.h"
 #include "net/kafka/message.h"
+#include "net/kafka/messages/api_versions_request.h"
 #include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/messages/request_header.h"
 #include "net/kafka/messages/response_header.h"
@@ -125,6 +126,13 @@ ApiVersionsResponse api_versions_fallback(const ApiVersionsResponse& supported);
 // ...and its frame: always v0 body and header, whatever version was asked.
 absl::StatusOr<io::BufferChain> encode_api_versions_fallback(const ApiVersionsResponse& supported,
                                                              const RequestHeader& request);
+
+// KIP-511: an ApiVersions v3+ request's client software name and version
+// must each match Kafka's pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?;
+// a server answers one that does not with api_versions_invalid_request():
+// INVALID_REQUEST and no API list.
+bool valid_client_software(const ApiVersionsRequest& request);
+ApiVersionsResponse api_versions_invalid_request();
 
 // --- implementation -------------------------------------------------------
 

@@ -124,6 +124,26 @@ TEST(ApiVersionsTable, AdvertisedFloorBelowTheServedOne) {
   EXPECT_EQ(make_api_versions_response(higher, kListenerBroker).api_keys[0].min_version, 3);
 }
 
+TEST(ApiVersionsCheck, ClientSoftwareLabels) {
+  auto valid = [](std::string name, std::string version) {
+    ApiVersionsRequest r;
+    r.client_software_name = std::move(name);
+    r.client_software_version = std::move(version);
+    return valid_client_software(r);
+  };
+  EXPECT_TRUE(valid("librdkafka", "2.0.2"));
+  EXPECT_TRUE(valid("confluent-kafka-python", "1.7.0-rdkafka-2.0.2"));
+  EXPECT_TRUE(valid("a", "1"));
+  EXPECT_FALSE(valid("", "1"));
+  EXPECT_FALSE(valid("bad name", "1"));
+  EXPECT_FALSE(valid("-lead", "1"));
+  EXPECT_FALSE(valid("trail.", "1"));
+  EXPECT_FALSE(valid("ok", "1_0"));
+  const ApiVersionsResponse invalid = api_versions_invalid_request();
+  EXPECT_EQ(invalid.error_code, code(Error::kInvalidRequest));
+  EXPECT_TRUE(invalid.api_keys.empty());
+}
+
 TEST(EncodeResponse, ApiVersionsHeaderIsAlwaysV0) {
   RequestHeader request;
   request.request_api_key = 18;
