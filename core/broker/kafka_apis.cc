@@ -2,6 +2,7 @@
 // KafkaApis), each decoding its request at the version sent and answering
 // with Kafka's per-partition error codes.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include <fmt/format.h>
@@ -120,18 +121,35 @@ constexpr int32_t kClusterOperationsAll =
 // A request at a version this broker does not serve (though its schema may
 // know it, like Produce v0-2): Kafka closes the connection. ApiVersions is
 // answered at any version (KIP-511).
+// kBrokerApis indexed by API key, for the per-request check: {min, max},
+// or {-1, -1} for a key not served here.
+struct ServedRange {
+  int16_t min = -1;
+  int16_t max = -1;
+};
+constexpr int16_t kServedKeyLimit = [] {
+  int16_t limit = 0;
+  for (const net::ApiSupport& api : kBrokerApis) limit = std::max<int16_t>(limit, api.key + 1);
+  return limit;
+}();
+constexpr std::array<ServedRange, kServedKeyLimit> kServedByKey = [] {
+  std::array<ServedRange, kServedKeyLimit> out{};
+  for (const net::ApiSupport& api : kBrokerApis) out[static_cast<size_t>(api.key)] = {api.min_version, api.max_version};
+  return out;
+}();
+
 absl::Status check_served_version(const net::RequestHeader& header) {
-  if (header.request_api_key == net::ApiVersionsRequest::kApiKey) return absl::OkStatus();
-  for (const net::ApiSupport& api : kBrokerApis) {
-    if (api.key != header.request_api_key) continue;
-    if (header.request_api_version < api.min_version || header.request_api_version > api.max_version) {
-      return absl::UnimplementedError(fmt::format("broker: version {} of API key {} is not served (versions {}-{})",
-                                                  header.request_api_version, header.request_api_key,
-                                                  api.min_version, api.max_version));
-    }
-    return absl::OkStatus();
+  const int16_t key = header.request_api_key;
+  if (key == net::ApiVersionsRequest::kApiKey) return absl::OkStatus();
+  if (key < 0 || key >= kServedKeyLimit) return absl::OkStatus();  // not served at all: the switch below says so
+  const ServedRange served = kServedByKey[static_cast<size_t>(key)];
+  if (served.min < 0) return absl::OkStatus();
+  const int16_t version = header.request_api_version;
+  if (version < served.min || version > served.max) {
+    return absl::UnimplementedError(fmt::format("broker: version {} of API key {} is not served (versions {}-{})",
+                                                version, key, served.min, served.max));
   }
-  return absl::OkStatus();  // not served at all: the switch below says so
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -215,14 +233,6 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::answer(net::RequestFrame frame
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_api_versions(const net::RequestFrame& frame) {
   net::ApiVersionsResponse response = net::make_api_versions_response(kBrokerApis, net::kListenerBroker);
-  if (frame.header.request_api_version > net::ApiVersionsRequest::kHighestVersion) {
-    co_return net::encode_api_versions_fallback(response, frame.header);
-  }
-  if (frame.header.request_api_version < 3) co_return net::encode_response(response, frame.header);
-  CO_ASSIGN_OR_RETURN(net::ApiVersionsRequest request, net::decode_body<net::ApiVersionsRequest>(frame));
-  if (!net::valid_client_software(request)) {
-    co_return net::encode_response(net::api_versions_invalid_request(), frame.header);
-  }
   net::ApiVersionsResponse::SupportedFeatureKey mv;
   mv.name = std::string(metadata::kMetadataVersionFeature);
   mv.min_version = controller::kMetadataVersionMin;
@@ -236,7 +246,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_api_versions(const net::Req
     response.finalized_features.push_back(f);
     response.finalized_features_epoch = image_.provenance().last_offset;
   }
-  co_return net::encode_response(response, frame.header);
+  co_return net::answer_api_versions(response, frame);
 }
 
 // --- Metadata -------------------------------------------------------------------

@@ -1692,16 +1692,7 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
                 [](const auto& a, const auto& b) { return a.api_key < b.api_key; });
       // As a broker answers: a version it does not know (KIP-511), and
       // v3's client software labels.
-      if (version > net::ApiVersionsRequest::kHighestVersion) {
-        co_return net::encode_api_versions_fallback(response, frame.header);
-      }
-      if (version >= 3) {
-        CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::ApiVersionsRequest>(frame));
-        if (!net::valid_client_software(request)) {
-          co_return net::encode_response(net::api_versions_invalid_request(), frame.header);
-        }
-      }
-      co_return net::encode_response(response, frame.header);
+      co_return net::answer_api_versions(response, frame);
     }
     case net::DescribeConfigsRequest::kApiKey: {
       // KIP-919: answered from the committed image, as a broker would.

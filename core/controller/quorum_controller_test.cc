@@ -6,10 +6,13 @@
 #include "core/controller/quorum_controller.h"
 #include "net/kafka/messages/describe_configs_request.h"
 #include "net/kafka/messages/describe_configs_response.h"
+#include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/api_versions_response.h"
 #include "core/controller/acls.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -610,6 +613,51 @@ TEST(QuorumController, DescribesConfigs) {
   EXPECT_EQ(response->results[0].configs[1].value, "604800000");
   EXPECT_EQ(response->results[1].error_code, net::code(net::Error::kUnknownTopicOrPartition));
   EXPECT_EQ(response->results[2].error_code, net::code(net::Error::kInvalidRequest));
+}
+
+// ApiVersions on the controller listener: as a broker answers it (KIP-511),
+// an unknown version gets the v0 fallback, v3 needs client software labels.
+TEST(QuorumController, AnswersApiVersionsAsABrokerDoes) {
+  Harness h;
+  auto ask = [&](int16_t version, const net::ApiVersionsRequest& body) -> net::ApiVersionsResponse {
+    absl::StatusOr<io::BufferChain> frame = net::encode_request(
+        body, std::min<int16_t>(version, net::ApiVersionsRequest::kHighestVersion), 21, std::string("test"));
+    EXPECT_TRUE(frame.ok());
+    const io::Buffer bytes = frame->linearize();
+    absl::StatusOr<net::ParsedRequest> parsed = net::parse_request(bytes.slice(4, bytes.size() - 4));
+    EXPECT_TRUE(parsed.ok());
+    net::RequestFrame request = parsed->frame;
+    request.header.request_api_version = version;
+    absl::StatusOr<io::BufferChain> answer = h.call(h.controller->handle_request(request));
+    EXPECT_TRUE(answer.ok()) << answer.status();
+    const io::Buffer out = answer->linearize();
+    const int16_t as = version > net::ApiVersionsRequest::kHighestVersion ? 0 : version;
+    absl::StatusOr<net::ApiVersionsResponse> response =
+        net::decode_response<net::ApiVersionsResponse>(out.slice(4, out.size() - 4), as);
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.value_or(net::ApiVersionsResponse{});
+  };
+  auto lists = [](const net::ApiVersionsResponse& r, int16_t key) {
+    return std::any_of(r.api_keys.begin(), r.api_keys.end(), [&](const auto& k) { return k.api_key == key; });
+  };
+  net::ApiVersionsRequest named;
+  named.client_software_name = "kafka-python";
+  named.client_software_version = "2.0.2";
+  const net::ApiVersionsResponse full = ask(3, named);
+  EXPECT_EQ(full.error_code, 0);
+  EXPECT_TRUE(lists(full, net::CreateTopicsRequest::kApiKey));
+  EXPECT_TRUE(lists(full, net::ApiVersionsRequest::kApiKey));
+  EXPECT_EQ(ask(0, net::ApiVersionsRequest{}).api_keys, full.api_keys);
+
+  const net::ApiVersionsResponse unnamed = ask(3, net::ApiVersionsRequest{});
+  EXPECT_EQ(unnamed.error_code, net::code(net::Error::kInvalidRequest));
+  EXPECT_TRUE(unnamed.api_keys.empty());
+
+  const net::ApiVersionsResponse unknown = ask(net::ApiVersionsRequest::kHighestVersion + 1, named);
+  EXPECT_EQ(unknown.error_code, net::code(net::Error::kUnsupportedVersion));
+  ASSERT_EQ(unknown.api_keys.size(), 1u);
+  EXPECT_EQ(unknown.api_keys[0].api_key, net::ApiVersionsRequest::kApiKey);
+  EXPECT_EQ(unknown.api_keys[0].max_version, net::ApiVersionsRequest::kHighestVersion);
 }
 
 }  // namespace brook::controller

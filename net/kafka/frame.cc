@@ -142,6 +142,20 @@ ApiVersionsResponse api_versions_invalid_request() {
   return out;
 }
 
+absl::StatusOr<io::BufferChain> answer_api_versions(const ApiVersionsResponse& supported,
+                                                    const RequestFrame& request) {
+  const int16_t version = request.header.request_api_version;
+  if (version > ApiVersionsRequest::kHighestVersion) {
+    return encode_api_versions_fallback(supported, request.header);
+  }
+  if (version >= 3) {
+    absl::StatusOr<ApiVersionsRequest> decoded = decode_body<ApiVersionsRequest>(request);
+    if (!decoded.ok()) return decoded.status();
+    if (!valid_client_software(*decoded)) return encode_response(api_versions_invalid_request(), request.header);
+  }
+  return encode_response(supported, request.header);
+}
+
 ApiVersionsResponse api_versions_fallback(const ApiVersionsResponse& supported) {
   ApiVersionsResponse out;
   out.error_code = static_cast<int16_t>(Error::kUnsupportedVersion);

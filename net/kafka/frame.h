@@ -134,6 +134,14 @@ absl::StatusOr<io::BufferChain> encode_api_versions_fallback(const ApiVersionsRe
 bool valid_client_software(const ApiVersionsRequest& request);
 ApiVersionsResponse api_versions_invalid_request();
 
+// A server's answer to an ApiVersions request, given what it supports: the
+// KIP-511 fallback for a version this code does not know, INVALID_REQUEST
+// for v3+ with malformed client software labels, else `supported` (fields a
+// version lacks, like v3's features, are left out by the encoder). Brokers
+// and controllers answer through this one function.
+absl::StatusOr<io::BufferChain> answer_api_versions(const ApiVersionsResponse& supported,
+                                                    const RequestFrame& request);
+
 // --- implementation -------------------------------------------------------
 
 namespace detail {

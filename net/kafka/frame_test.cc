@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "net/kafka/apis.h"
@@ -190,6 +191,49 @@ TEST(EncodeResponse, UnsupportedApiVersionsAnswer) {
   EXPECT_TRUE(error_retriable(code(Error::kNotLeaderOrFollower)));
   EXPECT_FALSE(error_retriable(code(Error::kTopicAlreadyExists)));
   EXPECT_EQ(error_name(9999), "UNKNOWN_ERROR_CODE");
+}
+
+// The one answer brokers and controllers give: by version and labels.
+TEST(AnswerApiVersions, ByVersionAndClientSoftware) {
+  auto answer = [](int16_t version, const ApiVersionsRequest& body) -> ApiVersionsResponse {
+    auto request = encode_request(body, std::min<int16_t>(version, ApiVersionsRequest::kHighestVersion), 3,
+                                  std::string("client"));
+    EXPECT_TRUE(request.ok());
+    const io::Buffer bytes = request->linearize();
+    auto parsed = parse_request(bytes.slice(4, bytes.size() - 4));
+    EXPECT_TRUE(parsed.ok());
+    RequestFrame frame = parsed->frame;
+    frame.header.request_api_version = version;
+    auto out = answer_api_versions(supported(), frame);
+    EXPECT_TRUE(out.ok()) << out.status();
+    const io::Buffer reply = out->linearize();
+    // The fallback is always v0, whatever was asked.
+    const int16_t decode_as = version > ApiVersionsRequest::kHighestVersion ? 0 : version;
+    auto back = decode_response<ApiVersionsResponse>(reply.slice(4, reply.size() - 4), decode_as);
+    EXPECT_TRUE(back.ok()) << back.status();
+    return back.value_or(ApiVersionsResponse{});
+  };
+  ApiVersionsRequest unnamed;
+  ApiVersionsRequest named;
+  named.client_software_name = "librdkafka";
+  named.client_software_version = "2.0.2";
+  EXPECT_EQ(answer(0, unnamed), supported());
+  EXPECT_EQ(answer(2, unnamed), supported());  // labels are v3+
+  EXPECT_EQ(answer(3, named), supported());
+  EXPECT_EQ(answer(ApiVersionsRequest::kHighestVersion, named), supported());
+  const ApiVersionsResponse refused = answer(3, unnamed);
+  EXPECT_EQ(refused.error_code, code(Error::kInvalidRequest));
+  EXPECT_TRUE(refused.api_keys.empty());
+  const ApiVersionsResponse unknown = answer(ApiVersionsRequest::kHighestVersion + 5, named);
+  EXPECT_EQ(unknown.error_code, code(Error::kUnsupportedVersion));
+  ASSERT_EQ(unknown.api_keys.size(), 1u);
+  EXPECT_EQ(unknown.api_keys[0].api_key, ApiVersionsRequest::kApiKey);
+  // A v3 body that does not decode is an error: the connection closes.
+  RequestFrame truncated;
+  truncated.header.request_api_key = ApiVersionsRequest::kApiKey;
+  truncated.header.request_api_version = 3;
+  truncated.body = io::Buffer::copy_of(std::string("\x05" "ab", 3));
+  EXPECT_FALSE(answer_api_versions(supported(), truncated).ok());
 }
 
 TEST(EncodeRequest, RoundTripsThroughTheServerParser) {
