@@ -8,6 +8,7 @@ Each check prints "ok <name>" or raises; the script exits non-zero on the
 first failure, after printing the server's log tail. Clients: kcat
 (librdkafka), confluent-kafka (librdkafka) and kafka-python.
 """
+import faulthandler
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -25,6 +27,10 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# Every server process started, for the watchdog to stop.
+STARTED = []
 
 
 class Server:
@@ -47,6 +53,7 @@ class Server:
             [BROOK, "server", "--data-dir", self.data_dir, "--override", "broker.heartbeat.interval.ms=200"]
             + self.args,
             stdout=logf, stderr=logf)
+        STARTED.append(self.proc)
         port = wait_port if wait_port is not None else self.port
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -642,6 +649,7 @@ def run_with_server(prefix, body, extra_args=(), done="all client checks passed"
     server = Server(os.path.join(work, "data"))
     server.args += list(extra_args)
     ok = False
+    watchdog = start_watchdog(server)
     try:
         server.start()
         body(server, work)
@@ -651,12 +659,45 @@ def run_with_server(prefix, body, extra_args=(), done="all client checks passed"
             server.stop()
         except Exception as e:  # the failure that matters is reported below
             print(f"stopping: {e}")
+        if watchdog is not None:
+            watchdog.cancel()
         if not ok:
-            with open(server.log, "rb") as f:
-                tail = f.read()[-6000:].decode(errors="replace")
-            print("--- server log tail ---\n" + tail)
+            print_log_tail(server)
         shutil.rmtree(work, ignore_errors=True)
     print(done)
+
+
+def print_log_tail(server, size=6000):
+    with open(server.log, "rb") as f:
+        tail = f.read()[-size:].decode(errors="replace")
+    print("--- server log tail ---\n" + tail, flush=True)
+
+
+def start_watchdog(server):
+    """When BROOK_TEST_TIMEOUT (seconds, ctest's timeout for the test) is
+    set: 10 s before it runs out, prints every Python thread's stack (a
+    client call that never returns shows where) and the server's log tail,
+    stops the server and exits non-zero, rather than being killed without a
+    word."""
+    limit = os.environ.get("BROOK_TEST_TIMEOUT")
+    if not limit:
+        return None
+
+    def fire():
+        print(f"--- no end after {float(limit) - 10:.0f} s: Python stacks ---", flush=True)
+        faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
+        sys.stdout.flush()
+        try:
+            print_log_tail(server, 12000)
+            for proc in STARTED:
+                if proc.poll() is None:
+                    proc.kill()
+        finally:
+            os._exit(1)
+    timer = threading.Timer(max(float(limit) - 10, 1), fire)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def main():

@@ -78,6 +78,16 @@ class Member:
         self.c.commit(asynchronous=False)
 
     def close(self):
+        if self.cooperative:
+            # librdkafka before 2.4 can hang in close() when an incremental
+            # assignment arrives while it closes (its issue #4527), as one
+            # does when another member has just left. Unsubscribing first
+            # (the member leaves the group, its partitions revoked through
+            # poll) and closing once nothing is assigned avoids that.
+            self.c.unsubscribe()
+            end = time.time() + 10
+            while self.assigned and time.time() < end:
+                self.poll(0.05)
         self.c.close()
 
 
