@@ -270,6 +270,12 @@ TEST(ConsumerGroup, InvalidRequestsAndEpochFencing) {
   join = h.request(fresh);
   join.subscribed_topic_regex = "orders(";
   EXPECT_EQ(h.send(join).error_code, net::code(Error::kInvalidRegularExpression));
+  // RE2's syntax, as Kafka's RE2/J: no backreferences or lookarounds.
+  for (const char* refused : {"(ord)\\1ers", "orders(?=x)", "(?<!x)orders"}) {
+    join = h.request(fresh);
+    join.subscribed_topic_regex = refused;
+    EXPECT_EQ(h.send(join).error_code, net::code(Error::kInvalidRegularExpression)) << refused;
+  }
   join = h.request(fresh);
   join.group_id = "unknown-group";
   join.member_epoch = 3;
@@ -444,6 +450,38 @@ TEST(ConsumerGroup, NewPartitionsAndSubscriptionChangesRebalance) {
   h.settle({&a, &b, &c});
   expect_disjoint_and_complete({&a, &b, &c}, 12);
   EXPECT_EQ(count(c.owned), 4u) << "c alone subscribes to events";
+}
+
+// Subscription patterns are RE2's (Kafka compiles them with RE2/J): flags
+// such as (?i) work, and matching takes time linear in the topic name
+// whatever the pattern — a backtracking matcher would take 2^40 steps for
+// the pattern below against the topic created here.
+TEST(ConsumerGroup, RegexSubscriptionsAreRe2s) {
+  ConsumerHarness h;
+  const std::string as(40, 'a');
+  h.log->add_topic(as, 2);
+  Consumer a;
+  a.id = "a";
+  a.topics = {};
+  auto join = h.request(a);
+  join.subscribed_topic_names.reset();
+  join.subscribed_topic_regex = "(?i)ORDERS";
+  h.apply(a, h.send(join));
+  ASSERT_TRUE(a.joined);
+  h.settle({&a});
+  EXPECT_EQ(count(a.owned), 6u) << "(?i)ORDERS matches orders";
+
+  Consumer b;
+  b.id = "b";
+  b.topics = {};
+  join = h.request(b);
+  join.subscribed_topic_names.reset();
+  join.subscribed_topic_regex = "(a|a)*b|a+";
+  h.apply(b, h.send(join));
+  ASSERT_TRUE(b.joined);
+  h.settle({&a, &b});
+  EXPECT_EQ(count(a.owned) + count(b.owned), 8u);
+  EXPECT_EQ(count(b.owned), 2u) << "b alone subscribes to the topic of 40 a's";
 }
 
 TEST(ConsumerGroup, OffsetCommitsAreCheckedAgainstMemberEpochs) {

@@ -28,9 +28,11 @@
 // group's next write then carries its whole state again: replaying the
 // partition always ends in the state the coordinator served.
 #include <algorithm>
-#include <regex>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "coordinators/group/group_coordinator.h"
 #include "io/assert.h"
@@ -124,18 +126,36 @@ bool subset(const TopicPartitions& a, const TopicPartitions& of) {
   return true;
 }
 
-bool internal_topic(std::string_view name) { return name.starts_with("__"); }
+// Kafka's internal topics, which subscription patterns do not match (as a
+// classic consumer's default exclude.internal.topics=true has it).
+bool internal_topic(std::string_view name) { return name == "__consumer_offsets" || name == "__transaction_state"; }
+
+// Subscription regular expressions are RE2's syntax and semantics, as
+// Kafka's coordinator compiles them with RE2/J: linear time in the topic
+// name whatever the pattern (a client's pattern cannot stall the
+// coordinator's thread with backtracking), and the same patterns accepted
+// and refused as on Kafka.
+RE2::Options regex_options() {
+  RE2::Options options;
+  options.set_log_errors(false);
+  return options;
+}
+
+// Why `regex` does not compile, or nullopt when it does.
+std::optional<std::string> regex_error(const std::string& regex) {
+  const RE2 re(regex, regex_options());
+  if (re.ok()) return std::nullopt;
+  return re.error();
+}
 
 // The topics `regex` matches in full (an invalid one matches nothing; the
 // heartbeat that sets it is refused).
 std::vector<std::string> matching(const std::string& regex, const std::vector<std::string>& names) {
   std::vector<std::string> out;
-  try {
-    const std::regex re(regex, std::regex::ECMAScript);
-    for (const std::string& n : names) {
-      if (!internal_topic(n) && std::regex_match(n, re)) out.push_back(n);
-    }
-  } catch (const std::regex_error&) {
+  const RE2 re(regex, regex_options());
+  if (!re.ok()) return out;
+  for (const std::string& n : names) {
+    if (!internal_topic(n) && RE2::FullMatch(n, re)) out.push_back(n);
   }
   return out;
 }
@@ -832,12 +852,10 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
     co_return fail(Error::kUnsupportedAssignor, fmt::format("ServerAssignor {} is not supported.", *r.server_assignor));
   }
   if (r.subscribed_topic_regex.has_value() && !r.subscribed_topic_regex->empty()) {
-    try {
-      const std::regex re(*r.subscribed_topic_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
+    if (std::optional<std::string> why = regex_error(*r.subscribed_topic_regex)) {
       co_return fail(Error::kInvalidRegularExpression,
                      fmt::format("SubscribedTopicRegex `{}` is not a valid regular expression: {}.",
-                                 *r.subscribed_topic_regex, e.what()));
+                                 *r.subscribed_topic_regex, *why));
     }
   }
   if (Error e = check_coordinator(r.group_id); e != Error::kNone) co_return fail(e, "");
