@@ -83,6 +83,14 @@ struct ConsumerHarness : Harness {
     apply(c, out);
     return out;
   }
+  // A consumer's first heartbeat, subscribing with a regular expression.
+  void join_by_regex(Consumer& c, const std::string& regex) {
+    c.topics = {};
+    net::ConsumerGroupHeartbeatRequest join = request(c);
+    join.subscribed_topic_names.reset();
+    join.subscribed_topic_regex = regex;
+    apply(c, send(std::move(join)));
+  }
   // A group that is gone (its last member expired and the empty group was
   // cleaned up) is joined again too.
   static void apply(Consumer& c, const net::ConsumerGroupHeartbeatResponse& out) {
@@ -441,11 +449,7 @@ TEST(ConsumerGroup, NewPartitionsAndSubscriptionChangesRebalance) {
   // A regular expression subscription.
   Consumer c;
   c.id = "c";
-  c.topics = {};
-  auto join = h.request(c);
-  join.subscribed_topic_names.reset();
-  join.subscribed_topic_regex = "ev.*";
-  h.apply(c, h.send(join));
+  h.join_by_regex(c, "ev.*");
   ASSERT_TRUE(c.joined);
   h.settle({&a, &b, &c});
   expect_disjoint_and_complete({&a, &b, &c}, 12);
@@ -462,22 +466,14 @@ TEST(ConsumerGroup, RegexSubscriptionsAreRe2s) {
   h.log->add_topic(as, 2);
   Consumer a;
   a.id = "a";
-  a.topics = {};
-  auto join = h.request(a);
-  join.subscribed_topic_names.reset();
-  join.subscribed_topic_regex = "(?i)ORDERS";
-  h.apply(a, h.send(join));
+  h.join_by_regex(a, "(?i)ORDERS");
   ASSERT_TRUE(a.joined);
   h.settle({&a});
   EXPECT_EQ(count(a.owned), 6u) << "(?i)ORDERS matches orders";
 
   Consumer b;
   b.id = "b";
-  b.topics = {};
-  join = h.request(b);
-  join.subscribed_topic_names.reset();
-  join.subscribed_topic_regex = "(a|a)*b|a+";
-  h.apply(b, h.send(join));
+  h.join_by_regex(b, "(a|a)*b|a+");
   ASSERT_TRUE(b.joined);
   h.settle({&a, &b});
   EXPECT_EQ(count(a.owned) + count(b.owned), 8u);
