@@ -542,6 +542,41 @@ TEST(ConsumerGroup, StateIsRebuiltByReplayEvenAfterAFailedWrite) {
   expect_disjoint_and_complete({&a, &b, &c}, 10);
 }
 
+// After a failed write the next one writes the whole group again; it must
+// also remove what the log may hold of members the group no longer has: a
+// member that leaves then, and one whose failed join landed after all.
+// Replay must give back the group that was served.
+TEST(ConsumerGroup, RewriteAfterAFailedWriteRemovesGoneMembers) {
+  for (const bool lands : {false, true}) {
+    SCOPED_TRACE(lands ? "the failed write landed" : "the failed write was lost");
+    ConsumerHarness h;
+    Consumer a, b, c;
+    a.id = "a";
+    b.id = "b";
+    c.id = "c";
+    h.beat(a);
+    h.beat(b);
+    h.settle({&a, &b});
+    h.log->fail_next = Error::kRequestTimedOut;
+    h.log->failed_write_lands = lands;
+    EXPECT_EQ(h.beat(c).error_code, net::code(Error::kCoordinatorNotAvailable));
+    // b leaves: this write carries the whole group (a alone).
+    auto bye = h.request(b);
+    bye.member_epoch = -1;
+    ASSERT_EQ(h.send(bye).error_code, 0);
+    h.settle({&a});
+    const auto before = h.describe();
+    ASSERT_EQ(before.members.size(), 1u);
+    h.reload();
+    const auto after = h.describe();
+    EXPECT_EQ(before, after);
+    ASSERT_EQ(after.members.size(), 1u);
+    EXPECT_EQ(after.members[0].member_id, "a");
+    h.settle({&a});
+    EXPECT_EQ(count(a.owned), 10u);
+  }
+}
+
 TEST(ConsumerGroup, SharesTheGroupIdSpaceWithClassicGroups) {
   ConsumerHarness h;
   Consumer a;

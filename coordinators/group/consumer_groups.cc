@@ -29,6 +29,7 @@
 // partition always ends in the state the coordinator served.
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -333,6 +334,23 @@ std::vector<CoordinatorRecord> GroupCoordinator::consumer_group_records(const st
   out.push_back(subscription_record(group_id, cg));
   for (const auto& [id, m] : cg.members) member_records(group_id, cg, m, out);
   out.push_back(target_epoch_record(group_id, cg.assignment_epoch));
+  return out;
+}
+
+std::vector<CoordinatorRecord> GroupCoordinator::rewrite_records(const std::string& group_id,
+                                                                 const ConsumerGroup* committed, ConsumerGroup& next) {
+  std::set<std::string> logged = next.maybe_logged;
+  if (committed != nullptr) {
+    logged.insert(committed->maybe_logged.begin(), committed->maybe_logged.end());
+    for (const auto& [id, m] : committed->members) logged.insert(id);
+  }
+  std::vector<CoordinatorRecord> out;
+  for (const std::string& id : logged) {
+    if (!next.members.contains(id)) member_tombstones(group_id, id, out);
+  }
+  for (CoordinatorRecord& r : consumer_group_records(group_id, next)) out.push_back(std::move(r));
+  next.rewrite = false;
+  next.maybe_logged.clear();
   return out;
 }
 
@@ -926,8 +944,7 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
     result.records = std::move(conversion);
     ctx_->log().info("group coordinator: group {} upgrading from the classic to the consumer protocol", group_id);
   } else if (next->rewrite && !result.records.empty()) {
-    result.records = consumer_group_records(group_id, *next);
-    next->rewrite = false;
+    result.records = rewrite_records(group_id, g->consumer.get(), *next);
   }
   if (!result.records.empty()) {
     // A new group, or a classic one becoming a consumer group: the classic
@@ -1043,6 +1060,13 @@ io::Task<Error> GroupCoordinator::commit_consumer_state(std::string group_id, in
                                                         std::shared_ptr<ConsumerGroup> next,
                                                         std::vector<CoordinatorRecord> records) {
   if (Error e = co_await write_consumer_records(group_id, partition, epoch, std::move(records)); e != Error::kNone) {
+    // The write may land all the same: the members it would have added
+    // are deleted by the next write (a rewrite) unless the group has them.
+    if (Group* g = find(group_id); g != nullptr && g->consumer != nullptr) {
+      for (const auto& [id, m] : next->members) {
+        if (!g->consumer->members.contains(id)) g->consumer->maybe_logged.insert(id);
+      }
+    }
     co_return e;
   }
   Group* g = find(group_id);
@@ -1093,10 +1117,7 @@ io::Task<void> GroupCoordinator::fence_consumer_member(std::string group_id, std
     auto next = std::make_shared<ConsumerGroup>(*g->consumer);
     std::vector<CoordinatorRecord> records;
     remove_consumer_member(group_id, *next, member_id, records);
-    if (next->rewrite) {
-      records = consumer_group_records(group_id, *next);
-      next->rewrite = false;
-    }
+    if (next->rewrite) records = rewrite_records(group_id, g->consumer.get(), *next);
     e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(records));
   }
   if (e != Error::kNone) {

@@ -305,8 +305,11 @@ class GroupCoordinator final : public runtime::Coordinator {
     // name -> (id, partitions).
     std::map<std::string, std::pair<TopicId, int32_t>> subscribed;
     // A write of the group failed (and may still land): the next one
-    // writes the whole state again.
+    // writes the whole state again (rewrite_records).
     bool rewrite = false;
+    // Members whose records a failed write may have put in the log though
+    // the group does not have them; the rewrite deletes them.
+    std::set<std::string> maybe_logged;
   };
   struct Group {
     std::string id;
@@ -441,6 +444,12 @@ class GroupCoordinator final : public runtime::Coordinator {
   static CoordinatorRecord group_epoch_record(const std::string& group_id, int32_t epoch);
   static CoordinatorRecord subscription_record(const std::string& group_id, const ConsumerGroup& cg);
   static CoordinatorRecord target_epoch_record(const std::string& group_id, int32_t epoch);
+  // The records of a write that carries the whole group `next` again after
+  // a failed write: tombstones for every member the log may hold that
+  // `next` does not have (`committed`'s members, and maybe_logged), then
+  // consumer_group_records(next). Clears next's rewrite and maybe_logged.
+  static std::vector<CoordinatorRecord> rewrite_records(const std::string& group_id, const ConsumerGroup* committed,
+                                                        ConsumerGroup& next);
   // What deletes one member's records.
   static void member_tombstones(const std::string& group_id, const std::string& member_id,
                                 std::vector<CoordinatorRecord>& out);

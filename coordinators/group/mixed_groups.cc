@@ -450,10 +450,7 @@ io::Task<net::JoinGroupResponse> GroupCoordinator::classic_join_consumer_group(n
       HeartbeatResult result;
       consumer_heartbeat_step(group_id, *next, hr, 0, client_id, client_host, result, &classic);
       if (result.error != Error::kNone) co_return fail(result.error, member_id);
-      if (next->rewrite && !result.records.empty()) {
-        result.records = consumer_group_records(group_id, *next);
-        next->rewrite = false;
-      }
+      if (next->rewrite && !result.records.empty()) result.records = rewrite_records(group_id, &cg, *next);
       const int32_t epoch = *shards_.epoch(partition);
       if (!result.records.empty()) {
         const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(result.records));
@@ -612,8 +609,8 @@ io::Task<net::LeaveGroupResponse> GroupCoordinator::classic_leave_consumer_group
   ++next->group_epoch;
   records.push_back(group_epoch_record(group_id, next->group_epoch));
   if (next->rewrite) {
-    records = consumer_group_records(group_id, *next);
-    next->rewrite = false;
+    const Group* committed = find(group_id);
+    records = rewrite_records(group_id, committed != nullptr ? committed->consumer.get() : nullptr, *next);
   }
   const int32_t epoch = *shards_.epoch(partition);
   const Error e = co_await commit_consumer_state(group_id, partition, epoch, next, std::move(records));

@@ -38,6 +38,12 @@ class MemoryLog final : public CoordinatorLog {
     ++writes;
     co_await ctx_->clock().sleep_for(delay);
     if (fail_next != net::Error::kNone) {
+      // A write that times out may still land (it was appended; the
+      // replicas had not caught up when the wait ended).
+      if (std::exchange(failed_write_lands, false)) {
+        std::vector<Entry>& log = partitions[partition];
+        for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
+      }
       Written w{std::exchange(fail_next, net::Error::kNone), -1};
       co_return w;
     }
@@ -79,6 +85,8 @@ class MemoryLog final : public CoordinatorLog {
   io::Context* ctx_;
   io::Duration delay = 2ms;
   net::Error fail_next = net::Error::kNone;
+  // The write that fail_next fails lands in the log all the same.
+  bool failed_write_lands = false;
   // The next this many writes fail with NOT_ENOUGH_REPLICAS.
   int fail_writes = 0;
   int writes = 0;
