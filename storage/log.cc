@@ -300,8 +300,11 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_as_leader(io::Buffer records,
     auto lock = co_await append_mutex_.lock();
     result = co_await append_locked(std::move(records), leader_epoch, origin);
   }
-  if (result.ok() && result->ok() && !result->duplicate &&
-      config_.flush_mode == FlushMode::kBeforeAck) {
+  // A duplicate is answered with the first append's offsets, which that
+  // append may still be syncing: it waits for them to be durable too (and
+  // fails with them), or a retry would be acknowledged for records a crash
+  // can still take.
+  if (result.ok() && result->ok() && config_.flush_mode == FlushMode::kBeforeAck) {
     CO_RETURN_IF_ERROR(co_await flush(result->last_offset + 1));
   }
   co_return result;

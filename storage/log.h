@@ -94,7 +94,8 @@ struct AppendResult {
   uint64_t records = 0;
   uint64_t bytes = 0;
   // A retry of batches already in the log (idempotent producer): the
-  // offsets are those of the first append, and nothing was written.
+  // offsets are those of the first append, and nothing was written. With
+  // FlushMode::kBeforeAck those offsets are durable when it is returned.
   bool duplicate = false;
 
   bool ok() const { return error == net::Error::kNone; }

@@ -399,6 +399,37 @@ TEST_F(LogTest, FlushBeforeAckMakesEveryAcknowledgedBatchDurable) {
   EXPECT_EQ(open()->log_end_offset(), 20);
 }
 
+// A producer's retry that arrives while its first append is being synced is
+// a duplicate; it is acknowledged only once those offsets are durable, and
+// fails with the sync (the first append's records may be lost).
+TEST_F(LogTest, FlushBeforeAckHoldsADuplicateUntilTheFirstAppendIsDurable) {
+  config_.flush_mode = FlushMode::kBeforeAck;
+  std::unique_ptr<Log> log = open();
+  const BatchSpec spec{.records = 2, .producer_id = 42, .producer_epoch = 0, .base_sequence = 0};
+  // The leader epoch is stored with the first append.
+  ASSERT_TRUE(run(ex_, log->append_as_leader(make_batch({}), 0))->ok());
+  sim::DiskFaults failing_syncs;
+  failing_syncs.sync_error_probability = 1;
+  // Slow operations: the retry comes while the first append syncs.
+  failing_syncs.latency_min = failing_syncs.latency_max = std::chrono::milliseconds(1);
+  disk_.set_faults(failing_syncs);
+  std::vector<absl::StatusOr<AppendResult>> results;
+  {
+    io::TaskScope scope(ex_);
+    for (int i = 0; i < 2; ++i) {
+      scope.spawn([](Log* log, io::Buffer batch, std::vector<absl::StatusOr<AppendResult>>* out) -> io::Task<void> {
+        out->push_back(co_await log->append_as_leader(std::move(batch), 0));
+      }(log.get(), make_batch(spec), &results));
+    }
+    ex_.run();
+  }
+  ASSERT_EQ(results.size(), 2u);
+  for (const absl::StatusOr<AppendResult>& r : results) {
+    EXPECT_FALSE(r.ok() && r->ok()) << "acknowledged though its records were never synced";
+  }
+  EXPECT_TRUE(log->offline());
+}
+
 TEST_F(LogTest, TransactionsBoundTheStableOffsetAndListAbortedData) {
   std::unique_ptr<Log> log = open();
   auto txn_batch = [](int64_t pid, int32_t seq) {
