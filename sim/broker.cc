@@ -92,7 +92,10 @@ struct BrokerSimConfig {
 };
 
 struct Shared {
-  explicit Shared(BrokerSimConfig c) : config(std::move(c)), acked(static_cast<size_t>(config.partitions)) {}
+  explicit Shared(BrokerSimConfig c)
+      : config(std::move(c)),
+        acked(static_cast<size_t>(config.partitions)),
+        observed(static_cast<size_t>(config.partitions)) {}
 
   BrokerSimConfig config;
   // Per node (node id = index + 1).
@@ -102,6 +105,9 @@ struct Shared {
   std::vector<broker::Broker*> running;
   // What acks=all answered: partition -> offset -> value.
   std::vector<std::map<int64_t, std::string>> acked;
+  // What the reader was given while the workload ran (records below the
+  // high watermark, acknowledged or not): partition -> offset -> value.
+  std::vector<std::map<int64_t, std::string>> observed;
   std::vector<std::string> violations;
   bool writing = true;
   int64_t last_ack_ns = -1;
@@ -414,6 +420,7 @@ io::Task<void> reader(io::Context* ctx, Shared* s) {
         last = r.offset;
         auto a = acked.find(r.offset);
         const std::string v = r.value.has_value() ? std::string(r.value->view()) : std::string();
+        s->observed[static_cast<size_t>(partition)].emplace(r.offset, v);
         if (a != acked.end() && a->second != v) {
           s->violation(fmt::format("partition {} offset {}: acknowledged '{}', read '{}'", partition, r.offset,
                                    a->second, v));
@@ -493,6 +500,15 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
       if (!fresh) {
         s->violation(fmt::format("partition {}: '{}' is at offset {} and again at {}: a duplicate", tp.partition,
                                  value, it->second, offset));
+      }
+    }
+    // A record once served below the high watermark stays: no read of
+    // data a crash can still take (acknowledged or not).
+    for (const auto& [offset, value] : s->observed[static_cast<size_t>(tp.partition)]) {
+      auto it = got.find(offset);
+      if (it == got.end() || it->second != value) {
+        s->violation(fmt::format("partition {} offset {}: read '{}' while writing, finally {}", tp.partition, offset,
+                                 value, it == got.end() ? std::string("nothing") : "'" + it->second + "'"));
       }
     }
     for (const auto& [offset, value] : s->acked[static_cast<size_t>(tp.partition)]) {

@@ -39,12 +39,25 @@ io::Task<absl::Status> Broker::become_leader(Partition& p) {
   }
   p.pending_isr.reset();
   p.leader_epoch_start_offset = p.log->log_end_offset();
-  co_return co_await p.log->assign_leader_epoch(p.leader_epoch);
+  if (absl::Status s = co_await p.log->assign_leader_epoch(p.leader_epoch); !s.ok()) co_return s;
+  // Syncing before acknowledging, the high watermark counts only durable
+  // records (maybe_advance_high_watermark): what this replica appended as a
+  // follower and had not synced yet is synced now.
+  if (p.log->config().flush_mode == storage::FlushMode::kBeforeAck &&
+      p.log->recovery_point() < p.log->log_end_offset()) {
+    co_return co_await p.log->flush();
+  }
+  co_return absl::OkStatus();
 }
 
 void Broker::maybe_advance_high_watermark(Partition& p) {
   if (!p.is_leader(config_.node_id)) return;
+  // Syncing before acknowledging, the leader counts only its durable
+  // records, as followers report only theirs: the high watermark never
+  // covers a record a crash of the leader can take (one appended while
+  // another append's sync ran would otherwise be served, then lost).
   int64_t hw = p.log->log_end_offset();
+  if (p.log->config().flush_mode == storage::FlushMode::kBeforeAck) hw = std::min(hw, p.log->recovery_point());
   auto include = [&](int32_t r) {
     if (r == config_.node_id) return;
     auto it = p.followers.find(r);
