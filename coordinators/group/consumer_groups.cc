@@ -944,7 +944,7 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
     result.records = std::move(conversion);
     ctx_->log().info("group coordinator: group {} upgrading from the classic to the consumer protocol", group_id);
   } else if (next->rewrite && !result.records.empty()) {
-    result.records = rewrite_records(group_id, g->consumer.get(), *next);
+    result.records = rewrite_records(group_id, g != nullptr ? g->consumer.get() : nullptr, *next);
   }
   if (!result.records.empty()) {
     // A new group, or a classic one becoming a consumer group: the classic

@@ -205,6 +205,10 @@ io::Task<Error> GroupCoordinator::commit_downgrade(std::string group_id, int32_t
   for (const auto& [id, cm] : cg->members) {
     member_tombstones(group_id, id, records);
   }
+  // And those a failed write may have left in the log.
+  for (const std::string& id : cg->maybe_logged) {
+    if (!cg->members.contains(id)) member_tombstones(group_id, id, records);
+  }
   for (CoordinatorRecord& r : consumer_group_tombstones(group_id)) records.push_back(std::move(r));
   classic.state_timestamp_ms = now_ms();
   // The record carries the next generation: the group rebalances from the
