@@ -339,9 +339,9 @@ std::vector<CoordinatorRecord> GroupCoordinator::consumer_group_records(const st
 
 std::vector<CoordinatorRecord> GroupCoordinator::rewrite_records(const std::string& group_id,
                                                                  const ConsumerGroup* committed, ConsumerGroup& next) {
+  // `next` is a copy of `committed`: it carries its maybe_logged.
   std::set<std::string> logged = next.maybe_logged;
   if (committed != nullptr) {
-    logged.insert(committed->maybe_logged.begin(), committed->maybe_logged.end());
     for (const auto& [id, m] : committed->members) logged.insert(id);
   }
   std::vector<CoordinatorRecord> out;

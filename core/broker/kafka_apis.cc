@@ -118,36 +118,32 @@ constexpr int32_t kTopicOperationsAll = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5
 constexpr int32_t kClusterOperationsAll =
     (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
-// A request at a version this broker does not serve (though its schema may
-// know it, like Produce v0-2): Kafka closes the connection. ApiVersions is
-// answered at any version (KIP-511).
-// kBrokerApis indexed by API key, for the per-request check: {min, max},
-// or {-1, -1} for a key not served here.
-struct ServedRange {
-  int16_t min = -1;
-  int16_t max = -1;
-};
+// kBrokerApis indexed by API key, for the per-request version check (null
+// for a key not served here).
 constexpr int16_t kServedKeyLimit = [] {
   int16_t limit = 0;
   for (const net::ApiSupport& api : kBrokerApis) limit = std::max<int16_t>(limit, api.key + 1);
   return limit;
 }();
-constexpr std::array<ServedRange, kServedKeyLimit> kServedByKey = [] {
-  std::array<ServedRange, kServedKeyLimit> out{};
-  for (const net::ApiSupport& api : kBrokerApis) out[static_cast<size_t>(api.key)] = {api.min_version, api.max_version};
+constexpr std::array<const net::ApiSupport*, kServedKeyLimit> kServedByKey = [] {
+  std::array<const net::ApiSupport*, kServedKeyLimit> out{};
+  for (const net::ApiSupport& api : kBrokerApis) out[static_cast<size_t>(api.key)] = &api;
   return out;
 }();
 
+// A request at a version this broker does not serve (though its schema may
+// know it, like Produce v0-2): Kafka closes the connection. ApiVersions is
+// answered at any version (KIP-511).
 absl::Status check_served_version(const net::RequestHeader& header) {
   const int16_t key = header.request_api_key;
   if (key == net::ApiVersionsRequest::kApiKey) return absl::OkStatus();
-  if (key < 0 || key >= kServedKeyLimit) return absl::OkStatus();  // not served at all: the switch below says so
-  const ServedRange served = kServedByKey[static_cast<size_t>(key)];
-  if (served.min < 0) return absl::OkStatus();
+  // Not served at all: the switch below says so.
+  if (key < 0 || key >= kServedKeyLimit || kServedByKey[static_cast<size_t>(key)] == nullptr) return absl::OkStatus();
+  const net::ApiSupport& served = *kServedByKey[static_cast<size_t>(key)];
   const int16_t version = header.request_api_version;
-  if (version < served.min || version > served.max) {
+  if (version < served.min_version || version > served.max_version) {
     return absl::UnimplementedError(fmt::format("broker: version {} of API key {} is not served (versions {}-{})",
-                                                version, key, served.min, served.max));
+                                                version, key, served.min_version, served.max_version));
   }
   return absl::OkStatus();
 }
