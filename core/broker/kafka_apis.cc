@@ -9,6 +9,7 @@
 
 #include "core/broker/broker.h"
 #include "core/configs/configs.h"
+#include "core/controller/acls.h"
 #include "core/controller/quorum_controller.h"
 #include "io/status.h"
 #include "io/when.h"
@@ -80,6 +81,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::InitProducerIdRequest::kApiKey, 0, 5},
     {net::CreateAclsRequest::kApiKey, 1, 3},
     {net::DeleteAclsRequest::kApiKey, 1, 3},
+    {net::DescribeAclsRequest::kApiKey, 1, 3},
     {net::DescribeConfigsRequest::kApiKey, 1, 4},
     {net::AlterConfigsRequest::kApiKey, 0, 2},
     {net::CreatePartitionsRequest::kApiKey, 0, 3},
@@ -175,6 +177,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_cluster(frame);
     case net::DescribeLogDirsRequest::kApiKey:
       co_return co_await on_describe_log_dirs(frame);
+    case net::DescribeAclsRequest::kApiKey:
+      co_return co_await on_describe_acls(frame);
     case net::CreateTopicsRequest::kApiKey:
       co_return co_await on_create_topics(frame);
     case net::FindCoordinatorRequest::kApiKey:
@@ -831,6 +835,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net:
   response.controller_id = response.brokers.empty() ? -1 : response.brokers.front().broker_id;
   if (request.include_cluster_authorized_operations) response.cluster_authorized_operations = kClusterOperationsAll;
   co_return net::encode_response(response, frame.header);
+}
+
+// ACLs are kept in the metadata log (CreateAcls and DeleteAcls go to the
+// controller) and described from this broker's image, as Kafka's
+// StandardAuthorizer does; they are not enforced (docs/architecture.md).
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_acls(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeAclsRequest request, net::decode_body<net::DescribeAclsRequest>(frame));
+  co_return net::encode_response(controller::describe_acls(image_.acls(), request), frame.header);
 }
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_log_dirs(const net::RequestFrame& frame) {

@@ -1,6 +1,9 @@
 // core/controller/acls.cc
 #include "core/controller/acls.h"
 
+#include <map>
+#include <tuple>
+
 #include <fmt/format.h>
 
 namespace brook::controller {
@@ -79,6 +82,43 @@ bool acl_matches(const AclFilter& filter, const metadata::StandardAcl& acl) {
   if (filter.operation != kAclAny && filter.operation != acl.operation) return false;
   if (filter.permission_type != kAclAny && filter.permission_type != acl.permission_type) return false;
   return true;
+}
+
+net::DescribeAclsResponse describe_acls(const metadata::AclsImage& acls, const net::DescribeAclsRequest& request) {
+  net::DescribeAclsResponse response;
+  response.error_message = std::nullopt;
+  AclFilter filter;
+  filter.resource_type = request.resource_type_filter;
+  filter.resource_name = request.resource_name_filter;
+  filter.pattern_type = request.pattern_type_filter;
+  filter.principal = request.principal_filter;
+  filter.host = request.host_filter;
+  filter.operation = request.operation;
+  filter.permission_type = request.permission_type;
+  if (std::optional<AclProblem> problem = check_acl_filter(filter)) {
+    response.error_code = net::code(problem->error);
+    response.error_message = problem->message;
+    return response;
+  }
+  using Pattern = std::tuple<int8_t, std::string, int8_t>;
+  std::map<Pattern, std::vector<const metadata::StandardAcl*>> matched;
+  for (const auto& [id, acl] : acls.acls) {
+    if (acl_matches(filter, acl)) matched[Pattern{acl.resource_type, acl.resource_name, acl.pattern_type}].push_back(&acl);
+  }
+  for (const auto& [pattern, bindings] : matched) {
+    auto& resource = response.resources.emplace_back();
+    resource.resource_type = std::get<0>(pattern);
+    resource.resource_name = std::get<1>(pattern);
+    resource.pattern_type = std::get<2>(pattern);
+    for (const metadata::StandardAcl* acl : bindings) {
+      auto& out = resource.acls.emplace_back();
+      out.principal = acl->principal;
+      out.host = acl->host;
+      out.operation = acl->operation;
+      out.permission_type = acl->permission_type;
+    }
+  }
+  return response;
 }
 
 }  // namespace brook::controller

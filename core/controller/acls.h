@@ -23,6 +23,8 @@
 
 #include "core/metadata/image.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/describe_acls_request.h"
+#include "net/kafka/messages/describe_acls_response.h"
 
 namespace brook::controller {
 
@@ -51,5 +53,10 @@ std::optional<AclProblem> check_new_acl(const metadata::StandardAcl& acl);
 // Why `filter` cannot be used to delete, if it cannot.
 std::optional<AclProblem> check_acl_filter(const AclFilter& filter);
 bool acl_matches(const AclFilter& filter, const metadata::StandardAcl& acl);
+
+// The answer to DescribeAcls from the ACLs in `acls`: the matching bindings
+// grouped by resource pattern (type, name, pattern type), or
+// INVALID_REQUEST for a filter naming UNKNOWN or out-of-range values.
+net::DescribeAclsResponse describe_acls(const metadata::AclsImage& acls, const net::DescribeAclsRequest& request);
 
 }  // namespace brook::controller

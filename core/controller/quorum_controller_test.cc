@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "io/scope.h"
 #include "sim/world.h"
@@ -482,6 +483,68 @@ TEST(QuorumController, CreatesAndDeletesAcls) {
   EXPECT_EQ(deleted.filter_results[0].matching_acls[0].principal, "User:bob");
   ASSERT_EQ(h.image().acls().acls.size(), 1u);
   EXPECT_EQ(h.image().acls().acls.begin()->second.principal, "User:alice");
+}
+
+TEST(QuorumController, DescribesAclsByFilterGroupedByResource) {
+  Harness h;
+  net::CreateAclsRequest create;
+  create.creations.push_back(acl(2, "orders", kPatternLiteral, "User:alice"));
+  create.creations.push_back(acl(2, "orders", kPatternLiteral, "User:carol"));
+  create.creations.push_back(acl(2, "*", kPatternLiteral, "User:dave"));
+  create.creations.push_back(acl(2, "pay", kPatternPrefixed, "User:bob"));
+  create.creations.push_back(acl(3, "orders", kPatternLiteral, "User:erin"));  // a group
+  for (const auto& r : h.call(h.controller->create_acls(create)).results) ASSERT_EQ(r.error_code, 0);
+
+  auto describe = [&](int8_t type, std::optional<std::string> name, int8_t pattern,
+                      std::optional<std::string> principal = std::nullopt) {
+    net::DescribeAclsRequest r;
+    r.resource_type_filter = type;
+    r.resource_name_filter = std::move(name);
+    r.pattern_type_filter = pattern;
+    r.principal_filter = std::move(principal);
+    r.host_filter = std::nullopt;
+    r.operation = kAclAny;
+    r.permission_type = kAclAny;
+    return describe_acls(h.image().acls(), r);
+  };
+  auto principals = [](const net::DescribeAclsResponse::DescribeAclsResource& r) {
+    std::set<std::string> out;
+    for (const auto& a : r.acls) out.insert(a.principal);
+    return out;
+  };
+
+  // Everything: one entry per resource pattern.
+  net::DescribeAclsResponse all = describe(kAclAny, std::nullopt, kAclAny);
+  EXPECT_EQ(all.error_code, 0);
+  ASSERT_EQ(all.resources.size(), 4u);
+  size_t bindings = 0;
+  for (const auto& r : all.resources) bindings += r.acls.size();
+  EXPECT_EQ(bindings, 5u);
+
+  // LITERAL "orders" on topics: exactly that pattern, both of its ACLs.
+  net::DescribeAclsResponse literal = describe(2, "orders", kPatternLiteral);
+  ASSERT_EQ(literal.resources.size(), 1u);
+  EXPECT_EQ(literal.resources[0].resource_name, "orders");
+  EXPECT_EQ(literal.resources[0].pattern_type, kPatternLiteral);
+  EXPECT_EQ(principals(literal.resources[0]), (std::set<std::string>{"User:alice", "User:carol"}));
+
+  // MATCH "payments": the wildcard and the prefix "pay", not "orders".
+  net::DescribeAclsResponse match = describe(2, "payments", kPatternMatch);
+  ASSERT_EQ(match.resources.size(), 2u);
+  std::set<std::string> names;
+  for (const auto& r : match.resources) names.insert(r.resource_name);
+  EXPECT_EQ(names, (std::set<std::string>{"*", "pay"}));
+
+  // By principal, across resource types.
+  net::DescribeAclsResponse erin = describe(kAclAny, std::nullopt, kAclAny, "User:erin");
+  ASSERT_EQ(erin.resources.size(), 1u);
+  EXPECT_EQ(erin.resources[0].resource_type, 3);
+
+  // UNKNOWN (0) or out-of-range values are refused, not matched.
+  EXPECT_EQ(describe(0, std::nullopt, kAclAny).error_code, net::code(net::Error::kInvalidRequest));
+  net::DescribeAclsResponse bad = describe(kAclAny, std::nullopt, 9);
+  EXPECT_EQ(bad.error_code, net::code(net::Error::kInvalidRequest));
+  EXPECT_TRUE(bad.resources.empty());
 }
 
 TEST(QuorumController, AltersClientQuotas) {

@@ -319,6 +319,48 @@ def kafka_python_checks(server):
     c.close()
     p.close()
     admin.close()
+    acl_checks(b)
+
+
+def acl_checks(bootstrap):
+    """ACLs round-trip through the metadata log: created and deleted by the
+    controller, described from the broker's image (eventually, so poll)."""
+    from kafka.admin import (KafkaAdminClient, ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourcePatternFilter, ResourceType)
+    made = [ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                ResourcePattern(ResourceType.TOPIC, "acl-orders")),
+            ACL("User:bob", "*", ACLOperation.WRITE, ACLPermissionType.DENY,
+                ResourcePattern(ResourceType.TOPIC, "acl-", ACLResourcePatternType.PREFIXED))]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    created = admin.create_acls(made)
+    check("kafka-python create_acls", len(created["succeeded"]) == 2 and not created["failed"], str(created))
+
+    def described(name, pattern):
+        f = ACLFilter(principal=None, host=None, operation=ACLOperation.ANY, permission_type=ACLPermissionType.ANY,
+                      resource_pattern=ResourcePatternFilter(ResourceType.TOPIC, name, pattern))
+        acls, error = admin.describe_acls(f)
+        return sorted((a.principal, a.resource_pattern.resource_name, a.operation.name) for a in acls), error
+
+    want = [("User:alice", "acl-orders", "READ"), ("User:bob", "acl-", "WRITE")]
+    deadline = time.time() + 10
+    got = described("acl-orders", ACLResourcePatternType.MATCH)
+    while got[0] != want and time.time() < deadline:
+        time.sleep(0.1)
+        got = described("acl-orders", ACLResourcePatternType.MATCH)
+    check("kafka-python describe_acls MATCH finds the literal and the prefix", got[0] == want, str(got))
+    literal = described("acl-orders", ACLResourcePatternType.LITERAL)[0]
+    check("kafka-python describe_acls LITERAL", literal == want[:1], str(literal))
+    gone = admin.delete_acls([ACLFilter(principal="User:bob", host=None, operation=ACLOperation.ANY,
+                                        permission_type=ACLPermissionType.ANY,
+                                        resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                                               ACLResourcePatternType.ANY))])
+    check("kafka-python delete_acls", len(gone) == 1 and len(gone[0][1]) == 1, str(gone))
+    deadline = time.time() + 10
+    while described("acl-orders", ACLResourcePatternType.MATCH)[0] != want[:1] and time.time() < deadline:
+        time.sleep(0.1)
+    got = described("acl-orders", ACLResourcePatternType.MATCH)
+    check("kafka-python describe_acls after delete_acls", got[0] == want[:1], str(got))
+    admin.close()
 
 
 def brook_tools_checks(server):
