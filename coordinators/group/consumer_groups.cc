@@ -375,6 +375,21 @@ std::vector<CoordinatorRecord> GroupCoordinator::consumer_group_tombstones(const
   };
 }
 
+std::set<std::string> GroupCoordinator::conversion_tombstones(const Group& g, std::vector<CoordinatorRecord>& out) {
+  if (g.consumer != nullptr || g.conversion_maybe_logged.empty()) return {};
+  for (const std::string& id : g.conversion_maybe_logged) member_tombstones(g.id, id, out);
+  for (CoordinatorRecord& r : consumer_group_tombstones(g.id)) out.push_back(std::move(r));
+  return g.conversion_maybe_logged;
+}
+
+void GroupCoordinator::conversion_tombstones_written(const std::string& group_id,
+                                                     const std::set<std::string>& covered) {
+  if (covered.empty()) return;
+  if (Group* g = find(group_id); g != nullptr) {
+    for (const std::string& id : covered) g->conversion_maybe_logged.erase(id);
+  }
+}
+
 namespace {
 
 // Decodes a record's key and (unless it is a tombstone) value and hands
@@ -946,6 +961,17 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
   } else if (next->rewrite && !result.records.empty()) {
     result.records = rewrite_records(group_id, g != nullptr ? g->consumer.get() : nullptr, *next);
   }
+  if (g != nullptr && g->consumer == nullptr && !result.records.empty()) {
+    // Members an earlier failed conversion may have logged, gone since.
+    std::vector<CoordinatorRecord> stray;
+    for (const std::string& id : g->conversion_maybe_logged) {
+      if (!next->members.contains(id)) member_tombstones(group_id, id, stray);
+    }
+    if (!stray.empty()) {
+      for (CoordinatorRecord& rec : result.records) stray.push_back(std::move(rec));
+      result.records = std::move(stray);
+    }
+  }
   if (!result.records.empty()) {
     // A new group, or a classic one becoming a consumer group: the classic
     // APIs wait until the write is done (a classic member joining meanwhile
@@ -1066,12 +1092,18 @@ io::Task<Error> GroupCoordinator::commit_consumer_state(std::string group_id, in
       for (const auto& [id, m] : next->members) {
         if (!g->consumer->members.contains(id)) g->consumer->maybe_logged.insert(id);
       }
+    } else if (g != nullptr) {
+      // A classic group stays one; its next write deletes them.
+      for (const auto& [id, m] : next->members) g->conversion_maybe_logged.insert(id);
     }
     co_return e;
   }
   Group* g = find(group_id);
   if (g == nullptr) g = &create(group_id);
   if (g->consumer == nullptr) become_consumer_group(*g);
+  // (The write deleted the members of earlier failed conversions that
+  // `next` does not have.)
+  g->conversion_maybe_logged.clear();
   g->consumer = std::move(next);
   sync_classic_timers(*g);
   co_return Error::kNone;

@@ -671,10 +671,13 @@ io::Task<void> GroupCoordinator::store_group_metadata(std::string group_id) {
   if (!loaded.has_value()) co_return;
   const int32_t epoch = *loaded;
   std::vector<CoordinatorRecord> records;
+  const std::set<std::string> covered = conversion_tombstones(*g, records);
   records.push_back(group_record(*g));
   const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
   if (w.error != Error::kNone) {
     ctx_->log().warn("group coordinator: storing group {} failed: {}", group_id, net::error_name(code(w.error)));
+  } else {
+    conversion_tombstones_written(group_id, covered);
   }
 }
 
@@ -912,8 +915,10 @@ io::Task<net::SyncGroupResponse> GroupCoordinator::sync_group(net::SyncGroupRequ
     const int32_t partition = g->partition;
     const int32_t epoch = *shards_.epoch(partition);
     std::vector<CoordinatorRecord> records;
+    const std::set<std::string> covered = conversion_tombstones(*g, records);
     records.push_back(group_record(*g));
     const CoordinatorLog::Written w = co_await log_->write(partition, epoch, std::move(records));
+    if (w.error == Error::kNone) conversion_tombstones_written(group_id, covered);
     g = find(group_id);
     if (g != nullptr && g->generation == generation && g->state == State::kCompletingRebalance) {
       if (w.error != Error::kNone) {
@@ -1395,9 +1400,11 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
     for (const auto& [key, entry] : g->offsets) {
       records.push_back(CoordinatorRecord{offset_commit_key(id, key.first, key.second), std::nullopt});
     }
+    std::set<std::string> covered;
     if (consumer) {
       for (CoordinatorRecord& rec : consumer_group_tombstones(id)) records.push_back(std::move(rec));
     } else {
+      covered = conversion_tombstones(*g, records);
       records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
     }
     const CoordinatorLog::Written w =
@@ -1406,6 +1413,7 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
       res.error_code = code(write_error(w.error, Written::kGroup));
       continue;
     }
+    conversion_tombstones_written(id, covered);
     g = find(id);
     if (g != nullptr && g->state == State::kEmpty && (g->consumer == nullptr || g->consumer->members.empty())) {
       transition(*g, State::kDead);
@@ -1563,10 +1571,12 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     const bool empty = g->consumer != nullptr ? g->consumer->members.empty() : g->state == State::kEmpty;
     const bool drop_group = empty && expired.size() == g->offsets.size() && g->pending_members.empty() &&
                             g->committing.empty();
+    std::set<std::string> covered;
     if (drop_group) {
       if (g->consumer != nullptr) {
         for (CoordinatorRecord& rec : consumer_group_tombstones(id)) records.push_back(std::move(rec));
       } else {
+        covered = conversion_tombstones(*g, records);
         records.push_back(CoordinatorRecord{group_metadata_key(id), std::nullopt});
       }
     }
@@ -1574,6 +1584,7 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     const CoordinatorLog::Written w =
         co_await log_->write(partition, *shards_.epoch(partition), std::move(records));
     if (w.error != Error::kNone) continue;
+    conversion_tombstones_written(id, covered);
     g = find(id);
     if (g == nullptr) continue;
     size_t erased = 0;

@@ -344,6 +344,12 @@ class GroupCoordinator final : public runtime::Coordinator {
     // A conversion of the classic group to the consumer protocol is being
     // written: the classic state must not change meanwhile.
     bool converting = false;
+    // Members of a conversion to the consumer protocol whose write failed
+    // (and may land all the same) while the group stayed classic: the
+    // classic group's next write deletes their records and the consumer
+    // group's (conversion_tombstones), so that no later replay, compacted
+    // or not, brings them back.
+    std::set<std::string> conversion_maybe_logged;
     // The timers of the consumer group's classic members (kept out of
     // ConsumerGroup: their SyncGroups and Heartbeats move them without a
     // write). A member told to rejoin must do so, and one that joined must
@@ -461,6 +467,12 @@ class GroupCoordinator final : public runtime::Coordinator {
                                               std::vector<CoordinatorRecord> records);
   // What deletes an empty consumer group.
   static std::vector<CoordinatorRecord> consumer_group_tombstones(const std::string& group_id);
+  // For a classic group's write: what deletes the records a failed
+  // conversion of `g` may have left (appended to `out`; nothing when there
+  // was none). Returns the members covered, for conversion_tombstones_written.
+  static std::set<std::string> conversion_tombstones(const Group& g, std::vector<CoordinatorRecord>& out);
+  // A write carrying conversion_tombstones(...) = `covered` succeeded.
+  void conversion_tombstones_written(const std::string& group_id, const std::set<std::string>& covered);
   absl::Status replay_consumer(int16_t type, const io::Buffer& key, const std::optional<io::Buffer>& value);
   // An empty classic group taken over by the consumer protocol: the classic
   // state is dropped (its offsets stay); the caller sets `consumer`.

@@ -463,6 +463,57 @@ TEST(MixedGroup, TheMigrationPolicyCanRefuseTheUpgrade) {
   EXPECT_EQ(parse_migration_policy("sideways"), std::nullopt);
 }
 
+// An upgrade whose write fails stays a classic group in memory, though the
+// write may land. What it wrote must not come back from the log once the
+// classic group has moved on: the group's next write deletes it, and a
+// deleted group stays deleted, after compaction too.
+TEST(MixedGroup, AFailedUpgradeThatLandsLeavesNoGhostBehind) {
+  for (const bool lands : {false, true}) {
+    SCOPED_TRACE(lands ? "the failed write landed" : "the failed write was lost");
+    MixedHarness h;
+    Classic a, b;
+    h.form(a, b);
+    h.log->fail_next = Error::kNotEnoughReplicas;
+    h.log->failed_write_lands = lands;
+    Modern c;
+    EXPECT_NE(h.beat(c).error_code, 0);
+    EXPECT_EQ(h.coordinator->group_state("g"), "Stable");
+    EXPECT_EQ(h.heartbeat(a), 0);
+    EXPECT_EQ(h.coordinator->group_members("g").size(), 2u);
+    for (Classic* x : {&a, &b}) {
+      net::LeaveGroupRequest lr;
+      lr.group_id = "g";
+      lr.members.emplace_back().member_id = x->id;
+      ASSERT_EQ(h.call(h.coordinator->leave_group(lr, 5)).error_code, 0);
+    }
+    EXPECT_EQ(h.coordinator->group_state("g"), "Empty");
+    h.world.run_for(1s);  // (the emptied group's record is written in the background)
+    h.reload();
+    EXPECT_EQ(h.coordinator->group_state("g"), "Empty");
+    EXPECT_TRUE(h.coordinator->group_members("g").empty());
+    net::DeleteGroupsRequest del;
+    del.groups_names = {"g"};
+    EXPECT_EQ(h.call(h.coordinator->delete_groups(del, 2)).results.at(0).error_code, 0);
+    h.reload();
+    EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+    // Compaction keeps each key's newest record and in time drops the
+    // tombstones: what is left must not hold the group either.
+    for (auto& [p, entries] : h.log->partitions) {
+      std::map<std::string, size_t> newest;
+      for (size_t i = 0; i < entries.size(); ++i) newest[std::string(entries[i].record.key.view())] = i;
+      std::vector<MemoryLog::Entry> kept;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (newest[std::string(entries[i].record.key.view())] == i && entries[i].record.value.has_value()) {
+          kept.push_back(entries[i]);
+        }
+      }
+      entries = std::move(kept);
+    }
+    h.reload();
+    EXPECT_EQ(h.coordinator->group_state("g"), "Dead");
+  }
+}
+
 TEST(MixedGroup, AClassicJoinWaitingDuringTheUpgradeIsToldToRejoin) {
   MixedHarness h;
   Classic a, b;
