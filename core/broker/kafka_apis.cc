@@ -10,6 +10,7 @@
 #include "core/broker/broker.h"
 #include "core/configs/configs.h"
 #include "core/controller/acls.h"
+#include "core/controller/client_quotas.h"
 #include "core/controller/quorum_controller.h"
 #include "io/status.h"
 #include "io/when.h"
@@ -86,6 +87,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::AlterConfigsRequest::kApiKey, 0, 2},
     {net::CreatePartitionsRequest::kApiKey, 0, 3},
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
+    {net::DescribeClientQuotasRequest::kApiKey, 0, 1},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
     {net::DescribeLogDirsRequest::kApiKey, 1, 4},
@@ -179,6 +181,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_log_dirs(frame);
     case net::DescribeAclsRequest::kApiKey:
       co_return co_await on_describe_acls(frame);
+    case net::DescribeClientQuotasRequest::kApiKey:
+      co_return co_await on_describe_client_quotas(frame);
     case net::CreateTopicsRequest::kApiKey:
       co_return co_await on_create_topics(frame);
     case net::FindCoordinatorRequest::kApiKey:
@@ -843,6 +847,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net:
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_acls(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::DescribeAclsRequest request, net::decode_body<net::DescribeAclsRequest>(frame));
   co_return net::encode_response(controller::describe_acls(image_.acls(), request), frame.header);
+}
+
+// Client quotas, like ACLs, are kept in the metadata log and described
+// from the image; they are not enforced yet (docs/architecture.md).
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_client_quotas(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeClientQuotasRequest request,
+                      net::decode_body<net::DescribeClientQuotasRequest>(frame));
+  co_return net::encode_response(controller::describe_client_quotas(image_.client_quotas(), request), frame.header);
 }
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_log_dirs(const net::RequestFrame& frame) {

@@ -6,7 +6,11 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 #include <string_view>
+
+#include "net/kafka/errors.h"
 
 namespace brook::controller {
 
@@ -73,6 +77,89 @@ std::optional<std::string> check_quota_value(const metadata::ClientQuotaEntity& 
       break;
   }
   return std::nullopt;
+}
+
+net::DescribeClientQuotasResponse describe_client_quotas(const metadata::ClientQuotasImage& quotas,
+                                                         const net::DescribeClientQuotasRequest& request) {
+  constexpr int8_t kMatchExact = 0;
+  constexpr int8_t kMatchDefault = 1;
+  constexpr int8_t kMatchSpecified = 2;
+  net::DescribeClientQuotasResponse response;
+  response.error_message = std::nullopt;
+  auto refuse = [&](net::Error e, std::string message) {
+    response.error_code = net::code(e);
+    response.error_message = std::move(message);
+    response.entries = std::nullopt;
+    return response;
+  };
+  std::map<std::string, std::optional<std::string>> exact;  // type -> name (null: the default entity)
+  std::set<std::string> any_name;
+  for (const auto& c : request.components) {
+    const std::string& type = c.entity_type;
+    if (type.empty()) return refuse(net::Error::kInvalidRequest, "Invalid empty entity type.");
+    if (exact.contains(type) || any_name.contains(type)) {
+      return refuse(net::Error::kInvalidRequest,
+                    fmt::format("Entity type {} cannot appear more than once in the filter.", type));
+    }
+    if (type != "user" && type != "client-id" && type != "ip") {
+      return refuse(net::Error::kUnsupportedVersion, fmt::format("Unsupported entity type {}", type));
+    }
+    switch (c.match_type) {
+      case kMatchExact:
+        if (!c.match.has_value()) {
+          return refuse(net::Error::kInvalidRequest, "Request specified MATCH_TYPE_EXACT, but set match string to null.");
+        }
+        exact[type] = c.match;
+        break;
+      case kMatchDefault:
+        if (c.match.has_value()) {
+          return refuse(net::Error::kInvalidRequest,
+                        "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.");
+        }
+        exact[type] = std::nullopt;
+        break;
+      case kMatchSpecified:
+        if (c.match.has_value()) {
+          return refuse(net::Error::kInvalidRequest,
+                        "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.");
+        }
+        any_name.insert(type);
+        break;
+      default:
+        return refuse(net::Error::kInvalidRequest, fmt::format("Unknown match type {}", c.match_type));
+    }
+  }
+  auto named = [&](const std::string& type) { return exact.contains(type) || any_name.contains(type); };
+  if (named("ip") && (named("user") || named("client-id"))) {
+    return refuse(net::Error::kInvalidRequest,
+                  "Invalid entity filter component combination. IP filter component should not be used with user "
+                  "or clientId filter component.");
+  }
+  const bool everything = exact.empty() && any_name.empty();
+  if (everything && request.strict) return response;
+  for (const auto& [entity, values] : quotas.entities) {
+    if (!everything) {
+      bool match = !request.strict || entity.size() == exact.size() + any_name.size();
+      for (const auto& [type, name] : exact) {
+        auto it = entity.find(type);
+        match = match && it != entity.end() && it->second == name;
+      }
+      for (const std::string& type : any_name) match = match && entity.contains(type);
+      if (!match) continue;
+    }
+    auto& out = response.entries->emplace_back();
+    for (const auto& [type, name] : entity) {
+      auto& e = out.entity.emplace_back();
+      e.entity_type = type;
+      e.entity_name = name;
+    }
+    for (const auto& [key, value] : values) {
+      auto& v = out.values.emplace_back();
+      v.key = key;
+      v.value = value;
+    }
+  }
+  return response;
 }
 
 }  // namespace brook::controller

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/metadata/image.h"
+#include "net/kafka/messages/describe_client_quotas_request.h"
+#include "net/kafka/messages/describe_client_quotas_response.h"
 
 namespace brook::controller {
 
@@ -25,5 +27,16 @@ std::variant<metadata::ClientQuotaEntity, std::string> check_quota_entity(const 
 // Why setting `key` to `value` on `entity` is invalid, if it is.
 std::optional<std::string> check_quota_value(const metadata::ClientQuotaEntity& entity, const std::string& key,
                                              double value);
+
+// The answer to DescribeClientQuotas from `quotas` (Kafka's
+// ClientQuotasImage.describe): each component names an entity type ("user",
+// "client-id" or "ip", once each; "ip" with no other) matched exactly
+// (match type 0, a name), at its default entity (1, no name) or with any
+// name, the default included (2); an entity must have every type named
+// and, when `strict`, no other. No component matches every entity unless
+// strict. A bad filter is INVALID_REQUEST (an unknown entity type
+// UNSUPPORTED_VERSION) with null entries.
+net::DescribeClientQuotasResponse describe_client_quotas(const metadata::ClientQuotasImage& quotas,
+                                                         const net::DescribeClientQuotasRequest& request);
 
 }  // namespace brook::controller

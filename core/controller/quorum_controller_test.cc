@@ -9,7 +9,9 @@
 #include "net/kafka/messages/api_versions_request.h"
 #include "net/kafka/messages/api_versions_response.h"
 #include "core/controller/acls.h"
+#include "core/controller/client_quotas.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -576,6 +578,72 @@ TEST(QuorumController, AltersClientQuotas) {
   EXPECT_EQ(alter("alice", "connection_creation_rate", 10, false), net::code(net::Error::kInvalidRequest));
   EXPECT_EQ(alter("alice", "producer_byte_rate", 0, true), 0);
   EXPECT_FALSE(h.image().client_quotas().entities.contains(alice));
+}
+
+TEST(QuorumController, DescribesClientQuotasByFilter) {
+  metadata::ClientQuotasImage quotas;
+  quotas.entities[{{"user", "alice"}}] = {{"producer_byte_rate", 1024}};
+  quotas.entities[{{"user", std::nullopt}}] = {{"request_percentage", 50}};
+  quotas.entities[{{"user", "alice"}, {"client-id", "app"}}] = {{"consumer_byte_rate", 2048}};
+  quotas.entities[{{"client-id", "app"}}] = {{"producer_byte_rate", 4096}};
+  quotas.entities[{{"ip", "10.0.0.1"}}] = {{"connection_creation_rate", 5}};
+  using Component = net::DescribeClientQuotasRequest::ComponentData;
+  auto component = [](std::string type, int8_t match_type, std::optional<std::string> match) {
+    Component c;
+    c.entity_type = std::move(type);
+    c.match_type = match_type;
+    c.match = std::move(match);
+    return c;
+  };
+  auto describe = [&](std::vector<Component> components, bool strict) {
+    net::DescribeClientQuotasRequest r;
+    r.components = std::move(components);
+    r.strict = strict;
+    return describe_client_quotas(quotas, r);
+  };
+  // The entities found, as "type=name,..." (the default entity "type=").
+  auto found = [](const net::DescribeClientQuotasResponse& r) {
+    std::set<std::string> out;
+    if (!r.entries.has_value()) return out;
+    for (const auto& e : *r.entries) {
+      std::string s;
+      for (const auto& x : e.entity) s += fmt::format("{}{}={}", s.empty() ? "" : ",", x.entity_type, x.entity_name.value_or(""));
+      out.insert(s);
+    }
+    return out;
+  };
+  using Found = std::set<std::string>;
+  EXPECT_EQ(found(describe({}, false)).size(), 5u);
+  EXPECT_TRUE(found(describe({}, true)).empty());
+  // Exact: every entity with that user, or only the one entity when strict.
+  EXPECT_EQ(found(describe({component("user", 0, "alice")}, false)), (Found{"client-id=app,user=alice", "user=alice"}));
+  EXPECT_EQ(found(describe({component("user", 0, "alice")}, true)), (Found{"user=alice"}));
+  // Default: the entity with no user name.
+  net::DescribeClientQuotasResponse defaults = describe({component("user", 1, std::nullopt)}, true);
+  EXPECT_EQ(found(defaults), (Found{"user="}));
+  ASSERT_EQ(defaults.entries->at(0).values.size(), 1u);
+  EXPECT_EQ(defaults.entries->at(0).values[0].key, "request_percentage");
+  EXPECT_EQ(defaults.entries->at(0).values[0].value, 50);
+  // Any name (the default included).
+  EXPECT_EQ(found(describe({component("user", 2, std::nullopt)}, true)), (Found{"user=", "user=alice"}));
+  EXPECT_EQ(found(describe({component("user", 2, std::nullopt), component("client-id", 0, "app")}, false)),
+            (Found{"client-id=app,user=alice"}));
+  EXPECT_EQ(found(describe({component("ip", 2, std::nullopt)}, false)), (Found{"ip=10.0.0.1"}));
+  // Bad filters: entries null.
+  auto error = [](const net::DescribeClientQuotasResponse& r) {
+    EXPECT_FALSE(r.entries.has_value());
+    return r.error_code;
+  };
+  const int16_t invalid = net::code(net::Error::kInvalidRequest);
+  EXPECT_EQ(error(describe({component("user", 0, std::nullopt)}, false)), invalid);
+  EXPECT_EQ(error(describe({component("user", 1, "alice")}, false)), invalid);
+  EXPECT_EQ(error(describe({component("user", 2, "alice")}, false)), invalid);
+  EXPECT_EQ(error(describe({component("user", 7, std::nullopt)}, false)), invalid);
+  EXPECT_EQ(error(describe({component("user", 2, std::nullopt), component("user", 0, "bob")}, false)), invalid);
+  EXPECT_EQ(error(describe({component("ip", 2, std::nullopt), component("user", 0, "bob")}, false)), invalid);
+  EXPECT_EQ(error(describe({component("", 2, std::nullopt)}, false)), invalid);
+  EXPECT_EQ(error(describe({component("group", 2, std::nullopt)}, false)),
+            net::code(net::Error::kUnsupportedVersion));
 }
 
 net::UpdateFeaturesResponse update_mv(Harness& h, int16_t level) {

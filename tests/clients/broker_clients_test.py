@@ -291,6 +291,81 @@ def describe_log_dirs(server):
     return out
 
 
+def raw_call(server, key, version, body):
+    """One non-flexible request (header v1) by hand; the response body after
+    the correlation id."""
+    import struct
+    client = b"brook-test"
+    frame = struct.pack(">hhih", key, version, 11, len(client)) + client + body
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+    return data[4:]
+
+
+def client_quota_checks(server):
+    """AlterClientQuotas v0 (through the controller) and DescribeClientQuotas
+    v0 (from the broker's image), by hand: no Python client here has them."""
+    import struct
+
+    def string(v):
+        return struct.pack(">h", -1) if v is None else struct.pack(">h", len(v)) + v.encode()
+    alter = (struct.pack(">i", 1) + struct.pack(">i", 1) + string("user") + string("alice") +
+             struct.pack(">i", 1) + string("producer_byte_rate") + struct.pack(">d?", 1048576.0, False) +
+             struct.pack(">?", False))
+    data = raw_call(server, 49, 0, alter)
+    _throttle, n, error = struct.unpack_from(">iih", data, 0)
+    check("AlterClientQuotas v0", n == 1 and error == 0, f"entries {n} error {error}")
+
+    def describe(components, strict):
+        body = struct.pack(">i", len(components))
+        for type_, match_type, match in components:
+            body += string(type_) + struct.pack(">b", match_type) + string(match)
+        data = raw_call(server, 48, 0, body + struct.pack(">?", strict))
+        pos = 0
+
+        def take(fmt):
+            nonlocal pos
+            v = struct.unpack_from(fmt, data, pos)
+            pos += struct.calcsize(fmt)
+            return v
+
+        def read_string():
+            nonlocal pos
+            (n,) = take(">h")
+            if n < 0:
+                return None
+            v = data[pos:pos + n].decode()
+            pos += n
+            return v
+        _throttle, error = take(">ih")
+        read_string()
+        (entries,) = take(">i")
+        out = []
+        for _ in range(max(entries, 0)):
+            (parts,) = take(">i")
+            entity = tuple((read_string(), read_string()) for _ in range(parts))
+            (nvalues,) = take(">i")
+            values = {}
+            for _ in range(nvalues):
+                k = read_string()
+                values[k] = take(">d")[0]
+            out.append((entity, values))
+        return error, entries, out
+    want = [((("user", "alice"),), {"producer_byte_rate": 1048576.0})]
+    deadline = time.time() + 10
+    got = describe([("user", 0, "alice")], True)
+    while got[2] != want and time.time() < deadline:
+        time.sleep(0.1)
+        got = describe([("user", 0, "alice")], True)
+    check("DescribeClientQuotas v0 finds the quota set", got == (0, 1, want), str(got))
+    bad = describe([("user", 0, None)], False)
+    check("DescribeClientQuotas v0 refuses an exact match without a name", bad[0] == 42 and bad[1] == -1, str(bad))
+
+
 def kafka_python_checks(server):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -320,6 +395,7 @@ def kafka_python_checks(server):
     p.close()
     admin.close()
     acl_checks(b)
+    client_quota_checks(server)
 
 
 def acl_checks(bootstrap):
