@@ -34,6 +34,7 @@ using namespace std::chrono_literals;
 constexpr uint16_t kBrokerPort = 9092;
 constexpr uint16_t kControllerPort = 9093;
 constexpr uint64_t kConfigSalt = 0x6272'6f6b'6572'0001ULL;  // "broker"
+constexpr uint64_t kRebalanceSalt = 0x6c65'6164'6572'0001ULL;  // "leader"
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kClusterId = "c2ltdWxhdGVkLWJyb2tlcg";
 constexpr size_t kFailuresMax = 10;
@@ -63,6 +64,9 @@ struct BrokerSimConfig {
   int max_in_flight = 5;
   bool keyed = false;  // records carry keys (partitioned by murmur2)
   bool fetch_sessions = true;
+  // How often the controllers move leadership back to preferred replicas
+  // (auto.leader.rebalance.enable; zero: never).
+  io::Duration leader_rebalance_interval{0};
 
   static BrokerSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -78,16 +82,21 @@ struct BrokerSimConfig {
     c.max_in_flight = static_cast<int>(r.uniform_range(1, 5));
     c.keyed = r.uniform(2) == 0;
     c.fetch_sessions = r.uniform(4) != 0;
+    // (From a stream of its own, so the draws above stay each seed's.)
+    io::Random rebalance(seed ^ kRebalanceSalt);
+    if (rebalance.uniform(2) == 0) c.leader_rebalance_interval = uniform_duration(rebalance, 2s, 15s);
     return c;
   }
   std::string describe() const {
     return fmt::format(
         "broker: nodes={} replication-factor={} min.insync.replicas={} partitions={} writers={} "
         "records-per-send<={} write-interval<={} linger={} batch.size={} compression={} "
-        "max.in.flight={} keyed={} fetch-sessions={}\n{}",
+        "max.in.flight={} keyed={} fetch-sessions={} leader-rebalance={}\n{}",
         nodes, replication_factor, min_insync, partitions, writers, records_per_batch_max,
         seconds(write_interval_max), seconds(linger), batch_size, codec::compression_name(compression),
-        max_in_flight, keyed, fetch_sessions, faults.describe());
+        max_in_flight, keyed, fetch_sessions,
+        leader_rebalance_interval > io::Duration{0} ? seconds(leader_rebalance_interval) : std::string("off"),
+        faults.describe());
   }
 };
 
@@ -188,6 +197,8 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   cc.broker_session_timeout = 3s;
   cc.num_partitions = o.partitions;
   cc.default_replication_factor = static_cast<int16_t>(o.replication_factor);
+  cc.auto_leader_rebalance = o.leader_rebalance_interval > io::Duration{0};
+  if (cc.auto_leader_rebalance) cc.leader_imbalance_check_interval = o.leader_rebalance_interval;
   controller::QuorumController controller(*ctx, *node, cc);
   node->set_listener(&controller);
   broker::BrokerConfig bc;
@@ -287,6 +298,7 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   o.replication_factor = s->config.replication_factor;
   o.min_insync = s->config.min_insync;
   o.ack_before_flush = s->config.ack_before_flush;
+  o.leader_rebalance_interval = s->config.leader_rebalance_interval;
   o.on_broker = [s, index](broker::Broker* b) { s->running[static_cast<size_t>(index)] = b; };
   co_await server_node_main(ctx, std::move(o));
 }

@@ -68,6 +68,8 @@ struct ServerNodeOptions {
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas
   bool ack_before_flush = false;         // the mutants' flush policy
+  // leader.imbalance.check.interval (zero: auto.leader.rebalance off).
+  io::Duration leader_rebalance_interval{0};
   // The group coordinator: offsets.topic.num.partitions,
   // offsets.topic.replication.factor, group.initial.rebalance.delay.ms,
   // group.min.session.timeout.ms.

@@ -310,6 +310,12 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   ASSIGN_OR_RETURN(b.auto_create_topics, get_bool("auto.create.topics.enable", true));
   ASSIGN_OR_RETURN(k.delete_topic_enable, get_bool("delete.topic.enable", true));
   ASSIGN_OR_RETURN(k.unclean_leader_election, get_bool("unclean.leader.election.enable", false));
+  ASSIGN_OR_RETURN(k.auto_leader_rebalance, get_bool("auto.leader.rebalance.enable", true));
+  ASSIGN_OR_RETURN(std::optional<int64_t> imbalance, get_int("leader.imbalance.check.interval.seconds"));
+  if (imbalance) {
+    if (*imbalance < 1) return absl::InvalidArgumentError("leader.imbalance.check.interval.seconds must be >= 1");
+    k.leader_imbalance_check_interval = std::chrono::seconds(*imbalance);
+  }
   ASSIGN_OR_RETURN(std::optional<int64_t> isr, get_int("min.insync.replicas"));
   if (isr) b.min_insync_replicas = static_cast<int32_t>(std::max<int64_t>(1, *isr));
   ASSIGN_OR_RETURN(std::optional<int64_t> heartbeat, get_int("broker.heartbeat.interval.ms"));

@@ -86,6 +86,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::DescribeConfigsRequest::kApiKey, 1, 4},
     {net::AlterConfigsRequest::kApiKey, 0, 2},
     {net::CreatePartitionsRequest::kApiKey, 0, 3},
+    {net::ElectLeadersRequest::kApiKey, 0, 2},
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
     {net::DescribeClientQuotasRequest::kApiKey, 0, 1},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
@@ -204,6 +205,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await forward<net::DeleteTopicsRequest, net::DeleteTopicsResponse>(frame);
     case net::CreatePartitionsRequest::kApiKey:
       co_return co_await forward<net::CreatePartitionsRequest, net::CreatePartitionsResponse>(frame);
+    case net::ElectLeadersRequest::kApiKey:
+      co_return co_await forward<net::ElectLeadersRequest, net::ElectLeadersResponse>(frame);
     case net::IncrementalAlterConfigsRequest::kApiKey:
       co_return co_await forward<net::IncrementalAlterConfigsRequest, net::IncrementalAlterConfigsResponse>(frame);
     case net::AlterConfigsRequest::kApiKey:

@@ -439,6 +439,8 @@ constexpr ConfigDef kBrokerConfigs[] = {
            "Whether topics may be deleted."),
     broker("auto.leader.rebalance.enable", T::kBoolean, "true", kNoRule, U::kReadOnly,
            "Whether leadership moves back to preferred replicas."),
+    broker("leader.imbalance.check.interval.seconds", T::kLong, "300", at_least(1), U::kReadOnly,
+           "How often the controller moves leadership back to preferred replicas."),
     broker("log.roll.hours", T::kInt, "168", at_least(1), U::kReadOnly,
            "Default segment.ms in hours."),
     broker("log.roll.jitter.hours", T::kInt, "0", at_least(0), U::kReadOnly,

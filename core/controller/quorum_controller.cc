@@ -89,6 +89,7 @@ std::vector<ServedApi> served_apis() {
           served<net::DeleteTopicsRequest>(),
           served<net::AlterConfigsRequest>(),
           served<net::CreatePartitionsRequest>(),
+          served<net::ElectLeadersRequest>(),
           served<net::IncrementalAlterConfigsRequest>(),
           served<net::AlterPartitionRequest>(),
           served<net::BrokerRegistrationRequest>(),
@@ -159,6 +160,7 @@ void QuorumController::deactivate() {
   active_epoch_ = -1;
   latest_ = metadata::MetadataImage();
   sessions_.clear();
+  next_balance_.reset();
 }
 
 bool QuorumController::active() const {
@@ -332,8 +334,45 @@ io::Task<void> QuorumController::run() {
     co_await ctx_->clock().sleep_for(config_.fence_check_interval);
     co_await bootstrap();
     co_await fence_expired();
+    co_await balance_leaders();
     co_await maybe_snapshot();
   }
+}
+
+io::Task<void> QuorumController::balance_leaders() {
+  if (!active_ || !config_.auto_leader_rebalance) co_return;
+  const io::Instant now = ctx_->clock().now();
+  if (!next_balance_.has_value()) next_balance_ = now + config_.leader_imbalance_check_interval;
+  if (now < *next_balance_) co_return;
+  auto lock = co_await queue_.lock();
+  if (!check_active()) co_return;
+  next_balance_ = now + config_.leader_imbalance_check_interval;
+  // Kafka's cap on the elections of one pass; the rest follow at once.
+  constexpr size_t kMaxElections = 1000;
+  Records records;
+  auto is_eligible = [&](int32_t id) { return eligible(id); };
+  for (const auto& [topic_id, topic] : latest_.topics().by_id) {
+    for (const auto& [partition_id, p] : topic->partitions) {
+      if (p.replicas.empty()) continue;
+      const int32_t preferred = p.replicas.front();
+      if (p.leader == preferred || !contains(p.isr, preferred) || !eligible(preferred)) continue;
+      PartitionChangeRequest request;
+      request.topic_id = topic_id;
+      request.partition_id = partition_id;
+      request.election = Election::kPreferred;
+      request.unclean_allowed = unclean_allowed(topic->name);
+      if (auto change = build_partition_change(p, request, is_eligible)) records.emplace_back(std::move(*change));
+      if (records.size() == kMaxElections) break;
+    }
+    if (records.size() == kMaxElections) {
+      next_balance_ = now;
+      break;
+    }
+  }
+  if (records.empty()) co_return;
+  ctx_->log().info("controller: moving the leadership of {} partitions back to their preferred replicas",
+                   records.size());
+  (void)co_await write(std::move(records), std::move(lock));
 }
 
 io::Task<void> QuorumController::bootstrap() {
@@ -836,6 +875,98 @@ io::Task<net::DeleteTopicsResponse> QuorumController::delete_topics(net::DeleteT
   if (records.empty()) co_return response;
   if (!(co_await write(std::move(records), std::move(lock))).ok()) {
     for (size_t i : written) refuse(response.responses[i]);
+  }
+  co_return response;
+}
+
+io::Task<net::ElectLeadersResponse> QuorumController::elect_leaders(net::ElectLeadersRequest request,
+                                                                   int16_t version) {
+  constexpr int8_t kPreferredElection = 0;
+  constexpr int8_t kUncleanElection = 1;
+  net::ElectLeadersResponse response;
+  const int8_t type = version == 0 ? kPreferredElection : request.election_type;
+  auto lock = co_await queue_.lock();
+  const bool active_now = check_active();
+  if (type != kPreferredElection && type != kUncleanElection) {
+    // (Kafka refuses the whole request; the top-level code is v1+.)
+    response.error_code = err(net::Error::kInvalidRequest);
+    co_return response;
+  }
+  Records records;
+  auto is_eligible = [&](int32_t id) { return eligible(id); };
+  // One partition's election: the error to answer, records appended.
+  auto elect = [&](const std::string& topic_name, int32_t partition_id) -> std::pair<net::Error, std::string> {
+    const metadata::TopicImage* topic = latest_.topics().topic(topic_name);
+    if (topic == nullptr) return {net::Error::kUnknownTopicOrPartition, fmt::format("No such topic as {}", topic_name)};
+    auto it = topic->partitions.find(partition_id);
+    if (it == topic->partitions.end()) {
+      return {net::Error::kUnknownTopicOrPartition, fmt::format("No such partition as {}-{}", topic_name, partition_id)};
+    }
+    const metadata::PartitionRegistration& p = it->second;
+    PartitionChangeRequest change;
+    change.topic_id = topic->id;
+    change.partition_id = partition_id;
+    if (type == kPreferredElection) {
+      if (!p.replicas.empty() && p.leader == p.replicas.front()) return {net::Error::kElectionNotNeeded, ""};
+      // Only the preferred replica: a valid leader is not traded for
+      // another replica that is not preferred either.
+      const bool preferred_ok =
+          !p.replicas.empty() && contains(p.isr, p.replicas.front()) && eligible(p.replicas.front());
+      if (!preferred_ok && p.leader != metadata::kNoLeader) return {net::Error::kPreferredLeaderNotAvailable, ""};
+      change.election = Election::kPreferred;
+      change.unclean_allowed = unclean_allowed(topic_name);
+    } else {
+      if (p.leader != metadata::kNoLeader) return {net::Error::kElectionNotNeeded, ""};
+      change.unclean_allowed = true;
+    }
+    std::optional<net::PartitionChangeRecord> record = build_partition_change(p, change, is_eligible);
+    if (!record.has_value() || leader_after(p, *record) == metadata::kNoLeader) {
+      return {type == kPreferredElection ? net::Error::kPreferredLeaderNotAvailable
+                                         : net::Error::kEligibleLeadersNotAvailable,
+              ""};
+    }
+    records.emplace_back(std::move(*record));
+    return {net::Error::kNone, ""};
+  };
+  auto add = [](net::ElectLeadersResponse::ReplicaElectionResult& out, int32_t partition_id,
+                std::pair<net::Error, std::string> result) {
+    auto& r = out.partition_result.emplace_back();
+    r.partition_id = partition_id;
+    r.error_code = err(result.first);
+    r.error_message = result.second.empty() ? std::nullopt : std::optional<std::string>(result.second);
+  };
+  if (!request.topic_partitions.has_value()) {
+    for (const auto& [name, id] : latest_.topics().by_name) {
+      auto& out = response.replica_election_results.emplace_back();
+      out.topic = name;
+      const metadata::TopicImage* topic = latest_.topics().topic(id);
+      if (topic == nullptr || !active_now) continue;
+      for (const auto& [partition_id, p] : topic->partitions) {
+        std::pair<net::Error, std::string> result = elect(name, partition_id);
+        if (result.first != net::Error::kElectionNotNeeded) add(out, partition_id, std::move(result));
+      }
+    }
+  } else {
+    for (const auto& t : *request.topic_partitions) {
+      auto& out = response.replica_election_results.emplace_back();
+      out.topic = t.topic;
+      for (int32_t partition_id : t.partitions) {
+        if (!active_now) {
+          add(out, partition_id, {net::Error::kNotController, std::string(kNotControllerMessage)});
+          continue;
+        }
+        add(out, partition_id, elect(t.topic, partition_id));
+      }
+    }
+  }
+  if (!active_now && !request.topic_partitions.has_value()) response.error_code = err(net::Error::kNotController);
+  if (records.empty()) co_return response;
+  if (!(co_await write(std::move(records), std::move(lock))).ok()) {
+    for (auto& t : response.replica_election_results) {
+      for (auto& r : t.partition_result) {
+        if (r.error_code == 0) refuse(r);
+      }
+    }
   }
   co_return response;
 }
@@ -1616,6 +1747,7 @@ bool forwardable(int16_t api_key) {
     case net::CreateTopicsRequest::kApiKey:
     case net::DeleteTopicsRequest::kApiKey:
     case net::CreatePartitionsRequest::kApiKey:
+    case net::ElectLeadersRequest::kApiKey:
     case net::AlterConfigsRequest::kApiKey:
     case net::IncrementalAlterConfigsRequest::kApiKey:
     case net::CreateAclsRequest::kApiKey:
@@ -1724,6 +1856,10 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
     case net::CreatePartitionsRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::CreatePartitionsRequest>(frame));
       co_return net::encode_response(co_await create_partitions(std::move(request)), frame.header);
+    }
+    case net::ElectLeadersRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::ElectLeadersRequest>(frame));
+      co_return net::encode_response(co_await elect_leaders(std::move(request), version), frame.header);
     }
     case net::AlterPartitionRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::AlterPartitionRequest>(frame));

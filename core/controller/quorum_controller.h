@@ -46,7 +46,10 @@
 // core/placement across unfenced brokers and racks, the ISR the unfenced
 // replicas), DeleteTopics (by name or id), CreatePartitions, AlterPartition
 // (the partition leader's ISR changes, checked against broker, leader and
-// partition epochs) and leader election by core/controller/partition_change.h.
+// partition epochs), leader election by core/controller/partition_change.h,
+// ElectLeaders, and, every leader.imbalance.check.interval.seconds, the
+// leadership of partitions whose preferred replica is back in the ISR
+// moved back to it (auto.leader.rebalance.enable).
 //
 // Also: AllocateProducerIds (blocks of 1000), IncrementalAlterConfigs and
 // AlterConfigs (validated by core/configs), CreateAcls and DeleteAcls
@@ -98,6 +101,8 @@
 #include "net/kafka/messages/delete_acls_response.h"
 #include "net/kafka/messages/delete_topics_request.h"
 #include "net/kafka/messages/delete_topics_response.h"
+#include "net/kafka/messages/elect_leaders_request.h"
+#include "net/kafka/messages/elect_leaders_response.h"
 #include "net/kafka/messages/envelope_request.h"
 #include "net/kafka/messages/envelope_response.h"
 #include "net/kafka/messages/incremental_alter_configs_request.h"
@@ -131,6 +136,12 @@ struct ControllerConfig {
   bool delete_topic_enable = true;
   // unclean.leader.election.enable (the default when no config sets it)
   bool unclean_leader_election = false;
+  // auto.leader.rebalance.enable and leader.imbalance.check.interval.seconds:
+  // this often, the active controller moves the leadership of every
+  // partition whose preferred replica (the first) is in the ISR and
+  // eligible, but does not lead, back to it.
+  bool auto_leader_rebalance = true;
+  io::Duration leader_imbalance_check_interval{std::chrono::seconds(300)};
   // The metadata.version a new cluster starts with.
   int16_t bootstrap_metadata_version = kMetadataVersionLatest;
   // The node's server.properties as DescribeConfigs shows them
@@ -181,6 +192,14 @@ class QuorumController final : public raft::RaftListener {
   io::Task<net::CreateTopicsResponse> create_topics(net::CreateTopicsRequest request, int16_t version);
   io::Task<net::DeleteTopicsResponse> delete_topics(net::DeleteTopicsRequest request, int16_t version);
   io::Task<net::CreatePartitionsResponse> create_partitions(net::CreatePartitionsRequest request);
+  // ElectLeaders: PREFERRED (0) moves leadership to the first replica when
+  // it is in the ISR and eligible (ELECTION_NOT_NEEDED when it leads,
+  // PREFERRED_LEADER_NOT_AVAILABLE when it cannot); UNCLEAN (1) elects a
+  // leader for a leaderless partition, from outside the ISR when none in it
+  // is eligible (ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica is). Null
+  // partitions means every partition, answering only those not already
+  // as asked.
+  io::Task<net::ElectLeadersResponse> elect_leaders(net::ElectLeadersRequest request, int16_t version);
   io::Task<net::AlterPartitionResponse> alter_partition(net::AlterPartitionRequest request, int16_t version);
   io::Task<net::AllocateProducerIdsResponse> allocate_producer_ids(net::AllocateProducerIdsRequest request);
   io::Task<net::IncrementalAlterConfigsResponse> incremental_alter_configs(
@@ -249,6 +268,7 @@ class QuorumController final : public raft::RaftListener {
   io::Task<void> bootstrap();
   io::Task<void> fence_expired();
   io::Task<void> maybe_snapshot();
+  io::Task<void> balance_leaders();
 
   io::Context* ctx_;
   raft::RaftNode* raft_;
@@ -265,6 +285,9 @@ class QuorumController final : public raft::RaftListener {
   int32_t active_epoch_ = -1;
   metadata::MetadataImage latest_;
   std::map<int32_t, Session> sessions_;
+  // When balance_leaders next looks (unset: one interval after this
+  // controller became active).
+  std::optional<io::Instant> next_balance_;
 };
 
 }  // namespace brook::controller

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -34,8 +35,9 @@ struct Harness;
 io::Task<void> node_main(io::Context* ctx, Harness* h);
 
 struct Harness {
-  explicit Harness(uint64_t seed = 1, int16_t bootstrap_mv = kMetadataVersionLatest)
-      : world(seed), bootstrap_mv(bootstrap_mv) {
+  explicit Harness(uint64_t seed = 1, int16_t bootstrap_mv = kMetadataVersionLatest,
+                   io::Duration imbalance_interval = std::chrono::seconds(300))
+      : world(seed), bootstrap_mv(bootstrap_mv), imbalance_interval(imbalance_interval) {
     sim::Node& node = world.add_node();
     address = node.address(kPort);
     node.start([this](io::Context& ctx) { return node_main(&ctx, this); });
@@ -72,6 +74,7 @@ struct Harness {
     c.cluster_id = kClusterId;
     c.broker_session_timeout = 2s;
     c.bootstrap_metadata_version = bootstrap_mv;
+    c.leader_imbalance_check_interval = imbalance_interval;
     return c;
   }
 
@@ -118,8 +121,30 @@ struct Harness {
     return resp.topics.at(0);
   }
 
+  // The leader `leader` (broker epoch `epoch`) sets partition `id`'s ISR
+  // (AlterPartition); the partition's error code.
+  int16_t set_isr(const std::string& topic, int32_t id, int32_t leader, int64_t epoch, std::vector<int32_t> isr) {
+    const metadata::PartitionRegistration p = image().topics().topic(topic)->partitions.at(id);
+    net::AlterPartitionRequest r;
+    r.broker_id = leader;
+    r.broker_epoch = epoch;
+    auto& t = r.topics.emplace_back();
+    t.topic_id = image().topics().topic(topic)->id;
+    auto& d = t.partitions.emplace_back();
+    d.partition_index = id;
+    d.leader_epoch = p.leader_epoch;
+    d.partition_epoch = p.partition_epoch;
+    for (int32_t b : isr) {
+      auto& s = d.new_isr_with_epochs.emplace_back();
+      s.broker_id = b;
+      s.broker_epoch = -1;
+    }
+    return call(controller->alter_partition(r, 3)).topics.at(0).partitions.at(0).error_code;
+  }
+
   sim::World world;
   int16_t bootstrap_mv;
+  io::Duration imbalance_interval;
   io::Address address;
   raft::RaftNode* raft = nullptr;
   QuorumController* controller = nullptr;
@@ -259,6 +284,118 @@ TEST(QuorumController, ExpiredSessionFencesAndMovesLeaders) {
   EXPECT_EQ(h.image().topics().topic("t")->partitions.at(0).leader, -1);
   EXPECT_FALSE(h.heartbeat(2, e2).is_fenced);
   for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, 2) << id;
+}
+
+TEST(QuorumController, MovesLeadershipBackToPreferredReplicasInTheIsr) {
+  Harness h(1, kMetadataVersionLatest, 10s);
+  const int64_t e1 = h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
+  std::vector<int32_t> preferring_1;
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    EXPECT_EQ(p.leader, p.replicas.front()) << id;
+    if (p.replicas.front() == 1) preferring_1.push_back(id);
+  }
+  ASSERT_FALSE(preferring_1.empty());
+  auto beat_both_for = [&](io::Duration d) {
+    for (io::Duration t{0}; t < d; t += 500ms) {
+      h.world.run_for(500ms);
+      EXPECT_EQ(h.heartbeat(1, e1).error_code, 0);
+      EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+    }
+  };
+  // Broker 1's session lapses: broker 2 leads everything, alone in the ISR.
+  for (int i = 0; i < 6; ++i) {
+    h.world.run_for(500ms);
+    EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  }
+  ASSERT_TRUE(h.image().cluster().broker(1)->fenced);
+  EXPECT_FALSE(h.heartbeat(1, e1).is_fenced);
+  // Back, but out of the ISR: leadership stays with broker 2.
+  beat_both_for(25s);
+  for (int32_t id : preferring_1) EXPECT_EQ(h.image().topics().topic("t")->partitions.at(id).leader, 2) << id;
+  // Broker 2 takes broker 1 back into the ISRs; within an interval broker 1
+  // leads its preferred partitions again.
+  for (int32_t id : preferring_1) ASSERT_EQ(h.set_isr("t", id, 2, e2, {2, 1}), 0);
+  beat_both_for(12s);
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, p.replicas.front()) << id;
+  for (int32_t id : preferring_1) EXPECT_EQ(h.image().topics().topic("t")->partitions.at(id).isr.size(), 2u) << id;
+}
+
+TEST(QuorumController, ElectsPreferredAndUncleanLeadersOnRequest) {
+  Harness h;
+  const int64_t e1 = h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
+  std::vector<int32_t> preferring_1;
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    if (p.replicas.front() == 1) preferring_1.push_back(id);
+  }
+  ASSERT_FALSE(preferring_1.empty());
+  auto elect = [&](int8_t type, std::optional<std::vector<int32_t>> partitions) {
+    net::ElectLeadersRequest r;
+    r.election_type = type;
+    if (partitions.has_value()) {
+      auto& t = r.topic_partitions->emplace_back();
+      t.topic = "t";
+      t.partitions = *partitions;
+    } else {
+      r.topic_partitions = std::nullopt;
+    }
+    net::ElectLeadersResponse out = h.call(h.controller->elect_leaders(r, 2));
+    EXPECT_EQ(out.error_code, 0);
+    std::map<int32_t, int16_t> errors;
+    for (const auto& t : out.replica_election_results) {
+      for (const auto& p : t.partition_result) errors[p.partition_id] = p.error_code;
+    }
+    return errors;
+  };
+  const int16_t not_needed = net::code(net::Error::kElectionNotNeeded);
+  const int16_t preferred_unavailable = net::code(net::Error::kPreferredLeaderNotAvailable);
+  // Every leader is preferred: nothing to do (and, for all partitions,
+  // nothing to list).
+  for (const auto& [id, error] : elect(0, std::vector<int32_t>{0, 1, 2, 3})) EXPECT_EQ(error, not_needed) << id;
+  EXPECT_TRUE(elect(0, std::nullopt).empty());
+  EXPECT_EQ(elect(0, std::vector<int32_t>{9}).at(9), net::code(net::Error::kUnknownTopicOrPartition));
+
+  // Broker 1 lapses and comes back out of the ISRs: its preferred
+  // partitions cannot go back to it until it is in their ISR again.
+  for (int i = 0; i < 6; ++i) {
+    h.world.run_for(500ms);
+    EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  }
+  EXPECT_FALSE(h.heartbeat(1, e1).is_fenced);
+  std::map<int32_t, int16_t> refused = elect(0, std::nullopt);
+  EXPECT_EQ(refused.size(), preferring_1.size());
+  for (int32_t id : preferring_1) EXPECT_EQ(refused[id], preferred_unavailable) << id;
+  for (int32_t id : preferring_1) ASSERT_EQ(h.set_isr("t", id, 2, e2, {2, 1}), 0);
+  for (const auto& [id, error] : elect(0, preferring_1)) EXPECT_EQ(error, 0) << id;
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, p.replicas.front()) << id;
+
+  // Both lapse; only broker 1 comes back, outside the ISR of the partitions
+  // broker 2 kept: UNCLEAN elects it there (the ISR becomes it alone).
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    if (p.replicas.front() == 2) {
+      ASSERT_EQ(h.set_isr("t", id, 2, e2, {2}), 0);
+    }
+  }
+  h.world.run_for(5s);
+  EXPECT_FALSE(h.heartbeat(1, e1).is_fenced);
+  std::vector<int32_t> leaderless;
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    if (p.leader == metadata::kNoLeader) leaderless.push_back(id);
+  }
+  ASSERT_FALSE(leaderless.empty());
+  for (const auto& [id, error] : elect(0, leaderless)) EXPECT_EQ(error, preferred_unavailable) << id;
+  for (const auto& [id, error] : elect(1, std::vector<int32_t>{0, 1, 2, 3})) {
+    const bool was_leaderless = std::find(leaderless.begin(), leaderless.end(), id) != leaderless.end();
+    EXPECT_EQ(error, was_leaderless ? 0 : not_needed) << id;
+  }
+  for (int32_t id : leaderless) {
+    const metadata::PartitionRegistration& p = h.image().topics().topic("t")->partitions.at(id);
+    EXPECT_EQ(p.leader, 1) << id;
+    EXPECT_EQ(p.isr, std::vector<int32_t>{1}) << id;
+  }
 }
 
 TEST(QuorumController, ControlledShutdownMovesLeadershipFirst) {

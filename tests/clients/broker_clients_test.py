@@ -366,6 +366,34 @@ def client_quota_checks(server):
     check("DescribeClientQuotas v0 refuses an exact match without a name", bad[0] == 42 and bad[1] == -1, str(bad))
 
 
+def elect_leaders_checks(server, topic):
+    """ElectLeaders v1 (forwarded to the controller), by hand: a single
+    node's leaders are all preferred already."""
+    import struct
+    body = (struct.pack(">b", 0) + struct.pack(">i", 1) + struct.pack(">h", len(topic)) + topic.encode() +
+            struct.pack(">iii", 2, 0, 5) + struct.pack(">i", 30000))
+    data = raw_call(server, 43, 1, body)
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from(fmt, data, pos)
+        pos += struct.calcsize(fmt)
+        return v
+    _throttle, error, topics = take(">ihi")
+    results = {}
+    for _ in range(topics):
+        (n,) = take(">h")
+        pos += n
+        (parts,) = take(">i")
+        for _ in range(parts):
+            partition, code, length = take(">ihh")
+            pos += max(length, 0)
+            results[partition] = code
+    check("ElectLeaders v1: preferred leaders need no election; unknown partitions are named",
+          error == 0 and results == {0: 84, 5: 3}, f"error {error} results {results}")
+
+
 def kafka_python_checks(server):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
@@ -396,6 +424,7 @@ def kafka_python_checks(server):
     admin.close()
     acl_checks(b)
     client_quota_checks(server)
+    elect_leaders_checks(server, "kp-topic")
 
 
 def acl_checks(bootstrap):
