@@ -620,7 +620,8 @@ def cluster_checks(work):
         c = Server(os.path.join(work, f"c{node}"), name=f"c{node}", args=[
             "--cluster-id", cluster_id, "--override", "process.roles=controller", "--override", f"node.id={node}",
             "--override", f"listeners=CONTROLLER://127.0.0.1:{cport}", "--override", voters,
-            "--override", "broker.session.timeout.ms=3000"])
+            "--override", "broker.session.timeout.ms=3000",
+            "--override", "leader.imbalance.check.interval.seconds=2"])
         c.port = cport
         controllers.append(c)
     brokers = {}
@@ -732,6 +733,18 @@ def cluster_checks(work):
 
         brokers[victim].start()
         wait_full_isr("cluster: the restarted broker catches up and rejoins the ISR")
+        # auto.leader.rebalance.enable: back in the ISRs, the restarted broker
+        # leads its preferred partitions again.
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ps = partitions()
+            if all(p.leader == p.replicas[0] for p in ps.values()):
+                break
+            time.sleep(0.2)
+        check("cluster: leadership moves back to the preferred replicas",
+              all(p.leader == p.replicas[0] for p in ps.values()) and
+              any(p.leader == victim for p in ps.values()),
+              str({i: (p.leader, p.replicas) for i, p in ps.items()}))
 
         lines = "".join(f"tool-{i}\n" for i in range(500)).encode()
         run([BROOK, "produce", "--bootstrap-server", bootstrap, "--topic", topic], input=lines)
