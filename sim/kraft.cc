@@ -240,6 +240,8 @@ struct KraftShared {
     cc.fence_check_interval = config.heartbeat_interval;
     cc.default_replication_factor = 1;
     cc.snapshot_max_new_record_bytes = config.controller_snapshot_bytes;
+    cc.auto_leader_rebalance = config.leader_rebalance_interval > io::Duration{0};
+    if (cc.auto_leader_rebalance) cc.leader_imbalance_check_interval = config.leader_rebalance_interval;
     cc.unsafe_answer_before_commit = config.mutation == "answer-before-commit";
     return cc;
   }
@@ -1214,9 +1216,12 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
 
 std::string KraftConfig::describe() const {
   const std::string controller_text =
-      controller ? fmt::format("controller: brokers={} session={} heartbeat every {} controller snapshot every {}B\n",
+      controller ? fmt::format("controller: brokers={} session={} heartbeat every {} controller snapshot every {}B "
+                               "leader-rebalance={}\n",
                                brokers, seconds(broker_session_timeout), seconds(heartbeat_interval),
-                               controller_snapshot_bytes)
+                               controller_snapshot_bytes,
+                               leader_rebalance_interval > io::Duration{0} ? seconds(leader_rebalance_interval)
+                                                                           : std::string("off"))
                  : "";
   const std::string reconfig_text =
       reconfig ? fmt::format("reconfig: dynamic quorum from node 1, target redrawn every <={}, agents every <={}\n",
@@ -1275,6 +1280,9 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     config.write_interval_min = uniform_duration(r, 20ms, 100ms);
     config.write_interval_max = config.write_interval_min * 2;
     if (options.name == "controller-mutant-commit") config.mutation = "answer-before-commit";
+    // (A stream of its own: the draws above stay each seed's.)
+    io::Random rebalance(options.seed ^ (kConfigSalt << 4));
+    if (rebalance.bernoulli(0.5)) config.leader_rebalance_interval = uniform_duration(rebalance, 500ms, 5s);
   }
   WorldOptions world_options;
   world_options.scenario = options.name;

@@ -90,6 +90,8 @@ struct KraftConfig {
   io::Duration broker_session_timeout{0};
   io::Duration heartbeat_interval{0};
   int64_t controller_snapshot_bytes = 0;
+  // leader.imbalance.check.interval (zero: auto.leader.rebalance off).
+  io::Duration leader_rebalance_interval{0};
   io::Duration write_interval_min{0};
   io::Duration write_interval_max{0};
   int records_per_batch_max = 1;
