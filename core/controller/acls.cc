@@ -87,14 +87,7 @@ bool acl_matches(const AclFilter& filter, const metadata::StandardAcl& acl) {
 net::DescribeAclsResponse describe_acls(const metadata::AclsImage& acls, const net::DescribeAclsRequest& request) {
   net::DescribeAclsResponse response;
   response.error_message = std::nullopt;
-  AclFilter filter;
-  filter.resource_type = request.resource_type_filter;
-  filter.resource_name = request.resource_name_filter;
-  filter.pattern_type = request.pattern_type_filter;
-  filter.principal = request.principal_filter;
-  filter.host = request.host_filter;
-  filter.operation = request.operation;
-  filter.permission_type = request.permission_type;
+  const AclFilter filter = acl_filter_of(request);
   if (std::optional<AclProblem> problem = check_acl_filter(filter)) {
     response.error_code = net::code(problem->error);
     response.error_message = problem->message;

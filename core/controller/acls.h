@@ -43,6 +43,21 @@ struct AclFilter {
   int8_t permission_type = kAclAny;
 };
 
+// The filter of a DeleteAcls filter or a DescribeAcls request (their
+// fields share names).
+template <typename Wire>
+AclFilter acl_filter_of(const Wire& f) {
+  AclFilter filter;
+  filter.resource_type = f.resource_type_filter;
+  filter.resource_name = f.resource_name_filter;
+  filter.pattern_type = f.pattern_type_filter;
+  filter.principal = f.principal_filter;
+  filter.host = f.host_filter;
+  filter.operation = f.operation;
+  filter.permission_type = f.permission_type;
+  return filter;
+}
+
 struct AclProblem {
   net::Error error = net::Error::kNone;
   std::string message;

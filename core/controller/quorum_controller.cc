@@ -1543,14 +1543,7 @@ io::Task<net::DeleteAclsResponse> QuorumController::delete_acls(net::DeleteAclsR
   for (const auto& f : request.filters) {
     net::DeleteAclsResponse::DeleteAclsFilterResult result;
     result.error_message = std::nullopt;
-    AclFilter filter;
-    filter.resource_type = f.resource_type_filter;
-    filter.resource_name = f.resource_name_filter;
-    filter.pattern_type = f.pattern_type_filter;
-    filter.principal = f.principal_filter;
-    filter.host = f.host_filter;
-    filter.operation = f.operation;
-    filter.permission_type = f.permission_type;
+    const AclFilter filter = acl_filter_of(f);
     if (!active_now) {
       refuse(result);
     } else if (std::optional<AclProblem> problem = check_acl_filter(filter)) {

@@ -250,45 +250,27 @@ def confluent_checks(server):
     check("confluent delete_topics", "cf-big" not in admin.list_topics(timeout=10).topics)
 
 
-def describe_log_dirs(server):
-    """DescribeLogDirs v1 for every partition, by hand (none of the Python
-    clients here has it): [(topic, partition, size)]."""
-    import struct
-    client = b"brook-test"
-    body = struct.pack(">hhih", 35, 1, 7, len(client)) + client + struct.pack(">i", -1)
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
-        s.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
-        data = b""
-        while len(data) < size:
-            data += s.recv(size - len(data))
-    pos = 8  # correlation id, throttle time
-    out = []
+class WireReader:
+    """Reads a non-flexible response body: fixed-size fields and int16-length
+    strings (null when the length is -1)."""
 
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
+    def __init__(self, data):
+        self.data = data
+        self.pos = 0
+
+    def take(self, fmt):
+        import struct
+        v = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += struct.calcsize(fmt)
         return v
 
-    def string():
-        nonlocal pos
-        (n,) = take(">h")
-        v = data[pos:pos + n].decode()
-        pos += n
+    def string(self):
+        (n,) = self.take(">h")
+        if n < 0:
+            return None
+        v = self.data[self.pos:self.pos + n].decode()
+        self.pos += n
         return v
-    (dirs,) = take(">i")
-    for _ in range(dirs):
-        take(">h")
-        string()
-        (topics,) = take(">i")
-        for _ in range(topics):
-            name = string()
-            (parts,) = take(">i")
-            for _ in range(parts):
-                index, size, _lag, _future = take(">iqq?")
-                out.append((name, index, size))
-    return out
 
 
 def raw_call(server, key, version, body):
@@ -306,53 +288,60 @@ def raw_call(server, key, version, body):
     return data[4:]
 
 
+def wire_string(v):
+    import struct
+    return struct.pack(">h", -1) if v is None else struct.pack(">h", len(v)) + v.encode()
+
+
+def describe_log_dirs(server):
+    """DescribeLogDirs v1 for every partition, by hand (none of the Python
+    clients here has it): [(topic, partition, size)]."""
+    import struct
+    r = WireReader(raw_call(server, 35, 1, struct.pack(">i", -1)))
+    r.take(">i")  # throttle time
+    out = []
+    (dirs,) = r.take(">i")
+    for _ in range(dirs):
+        r.take(">h")
+        r.string()
+        (topics,) = r.take(">i")
+        for _ in range(topics):
+            name = r.string()
+            (parts,) = r.take(">i")
+            for _ in range(parts):
+                index, size, _lag, _future = r.take(">iqq?")
+                out.append((name, index, size))
+    return out
+
+
 def client_quota_checks(server):
     """AlterClientQuotas v0 (through the controller) and DescribeClientQuotas
     v0 (from the broker's image), by hand: no Python client here has them."""
     import struct
-
-    def string(v):
-        return struct.pack(">h", -1) if v is None else struct.pack(">h", len(v)) + v.encode()
+    string = wire_string
     alter = (struct.pack(">i", 1) + struct.pack(">i", 1) + string("user") + string("alice") +
              struct.pack(">i", 1) + string("producer_byte_rate") + struct.pack(">d?", 1048576.0, False) +
              struct.pack(">?", False))
-    data = raw_call(server, 49, 0, alter)
-    _throttle, n, error = struct.unpack_from(">iih", data, 0)
+    _throttle, n, error = WireReader(raw_call(server, 49, 0, alter)).take(">iih")
     check("AlterClientQuotas v0", n == 1 and error == 0, f"entries {n} error {error}")
 
     def describe(components, strict):
         body = struct.pack(">i", len(components))
         for type_, match_type, match in components:
             body += string(type_) + struct.pack(">b", match_type) + string(match)
-        data = raw_call(server, 48, 0, body + struct.pack(">?", strict))
-        pos = 0
-
-        def take(fmt):
-            nonlocal pos
-            v = struct.unpack_from(fmt, data, pos)
-            pos += struct.calcsize(fmt)
-            return v
-
-        def read_string():
-            nonlocal pos
-            (n,) = take(">h")
-            if n < 0:
-                return None
-            v = data[pos:pos + n].decode()
-            pos += n
-            return v
-        _throttle, error = take(">ih")
-        read_string()
-        (entries,) = take(">i")
+        r = WireReader(raw_call(server, 48, 0, body + struct.pack(">?", strict)))
+        _throttle, error = r.take(">ih")
+        r.string()
+        (entries,) = r.take(">i")
         out = []
         for _ in range(max(entries, 0)):
-            (parts,) = take(">i")
-            entity = tuple((read_string(), read_string()) for _ in range(parts))
-            (nvalues,) = take(">i")
+            (parts,) = r.take(">i")
+            entity = tuple((r.string(), r.string()) for _ in range(parts))
+            (nvalues,) = r.take(">i")
             values = {}
             for _ in range(nvalues):
-                k = read_string()
-                values[k] = take(">d")[0]
+                k = r.string()
+                values[k] = r.take(">d")[0]
             out.append((entity, values))
         return error, entries, out
     want = [((("user", "alice"),), {"producer_byte_rate": 1048576.0})]
@@ -370,25 +359,17 @@ def elect_leaders_checks(server, topic):
     """ElectLeaders v1 (forwarded to the controller), by hand: a single
     node's leaders are all preferred already."""
     import struct
-    body = (struct.pack(">b", 0) + struct.pack(">i", 1) + struct.pack(">h", len(topic)) + topic.encode() +
+    body = (struct.pack(">b", 0) + struct.pack(">i", 1) + wire_string(topic) +
             struct.pack(">iii", 2, 0, 5) + struct.pack(">i", 30000))
-    data = raw_call(server, 43, 1, body)
-    pos = 0
-
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from(fmt, data, pos)
-        pos += struct.calcsize(fmt)
-        return v
-    _throttle, error, topics = take(">ihi")
+    r = WireReader(raw_call(server, 43, 1, body))
+    _throttle, error, topics = r.take(">ihi")
     results = {}
     for _ in range(topics):
-        (n,) = take(">h")
-        pos += n
-        (parts,) = take(">i")
+        r.string()
+        (parts,) = r.take(">i")
         for _ in range(parts):
-            partition, code, length = take(">ihh")
-            pos += max(length, 0)
+            partition, code = r.take(">ih")
+            r.string()
             results[partition] = code
     check("ElectLeaders v1: preferred leaders need no election; unknown partitions are named",
           error == 0 and results == {0: 84, 5: 3}, f"error {error} results {results}")
