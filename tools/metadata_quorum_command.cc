@@ -4,13 +4,16 @@
 // KRaft quorum (KIP-853).
 //
 //   brook metadata-quorum --bootstrap-controller HOST:PORT describe
+//   brook metadata-quorum --bootstrap-server HOST:PORT describe
 //   brook metadata-quorum --bootstrap-controller HOST:PORT add-controller
 //         --controller-id N --controller-directory-id UUID --controller-endpoint HOST:PORT
 //   brook metadata-quorum --bootstrap-controller HOST:PORT remove-controller
 //         --controller-id N --controller-directory-id UUID
 //
 // The bootstrap controller's DescribeQuorum names the leader and its
-// endpoint; AddRaftVoter / RemoveRaftVoter go to the leader, which answers
+// endpoint (a broker, given by --bootstrap-server, forwards the request to
+// the active controller); AddRaftVoter / RemoveRaftVoter go to the leader's
+// controller endpoint, which answers
 // once the new voter set is committed. A controller's directory id is the
 // directory.id in its data directory's meta.properties. describe prints the
 // quorum as the leader sees it:
@@ -56,6 +59,7 @@ constexpr io::Duration kTimeout = 30s;
 
 struct QuorumArgs {
   io::Address bootstrap;
+  bool via_broker = false;  // --bootstrap-server: a broker forwards DescribeQuorum
   std::string command;  // describe, add-controller, remove-controller
   int32_t controller_id = -1;
   std::optional<net::Uuid> directory_id;
@@ -64,7 +68,7 @@ struct QuorumArgs {
 
 void usage() {
   std::fprintf(stderr,
-               "usage: brook metadata-quorum --bootstrap-controller HOST:PORT describe\n"
+               "usage: brook metadata-quorum (--bootstrap-controller | --bootstrap-server) HOST:PORT describe\n"
                "       brook metadata-quorum --bootstrap-controller HOST:PORT add-controller\n"
                "             --controller-id N --controller-directory-id UUID --controller-endpoint HOST:PORT\n"
                "       brook metadata-quorum --bootstrap-controller HOST:PORT remove-controller\n"
@@ -83,10 +87,11 @@ std::optional<QuorumArgs> parse(Args args) {
     }
     if (i + 1 >= args.size()) return std::nullopt;
     const std::string_view value = args[++i];
-    if (arg == "--bootstrap-controller") {
+    if (arg == "--bootstrap-controller" || arg == "--bootstrap-server") {
       absl::StatusOr<io::Address> a = io::Address::parse(value);
-      if (!a.ok()) return std::nullopt;
+      if (!a.ok() || have_bootstrap) return std::nullopt;
       out.bootstrap = *a;
+      out.via_broker = arg == "--bootstrap-server";
       have_bootstrap = true;
     } else if (arg == "--controller-id") {
       int64_t v = -1;
@@ -133,16 +138,20 @@ io::Task<absl::StatusOr<Quorum>> describe(io::Context* ctx, const io::Address& a
   co_return q;
 }
 
-// The leader's endpoint, from a DescribeQuorum answered by any controller.
-io::Task<absl::StatusOr<Quorum>> find_leader(io::Context* ctx, const io::Address& bootstrap, io::Address* leader) {
+// The leader's endpoint, from a DescribeQuorum answered by any controller
+// (or by a broker, which forwards it to the leader: its answer names the
+// leader's controller endpoint).
+io::Task<absl::StatusOr<Quorum>> find_leader(io::Context* ctx, const io::Address& bootstrap, bool via_broker,
+                                             io::Address* leader) {
   CO_ASSIGN_OR_RETURN(Quorum q, co_await describe(ctx, bootstrap));
-  if (q.partition.error_code == 0) {
+  if (q.partition.error_code == 0 && !via_broker) {
     *leader = bootstrap;
     co_return q;
   }
   for (const auto& node : q.nodes) {
     if (node.node_id != q.partition.leader_id || node.listeners.empty()) continue;
     *leader = io::Address(node.listeners[0].host, node.listeners[0].port);
+    if (q.partition.error_code == 0) co_return q;
     co_return co_await describe(ctx, *leader);
   }
   co_return absl::UnavailableError(
@@ -180,7 +189,7 @@ io::Task<void> quorum_main(io::Context* ctx, const QuorumArgs* args, int* exit_c
     *done = true;
   };
   io::Address leader;
-  absl::StatusOr<Quorum> q = co_await find_leader(ctx, args->bootstrap, &leader);
+  absl::StatusOr<Quorum> q = co_await find_leader(ctx, args->bootstrap, args->via_broker, &leader);
   if (!q.ok()) {
     std::fprintf(stderr, "brook metadata-quorum: %s\n", q.status().ToString().c_str());
     finish(1);

@@ -37,6 +37,8 @@
 #include "net/kafka/messages/describe_cluster_response.h"
 #include "net/kafka/messages/describe_configs_request.h"
 #include "net/kafka/messages/describe_log_dirs_request.h"
+#include "net/kafka/messages/describe_quorum_request.h"
+#include "net/kafka/messages/describe_quorum_response.h"
 #include "net/kafka/messages/describe_log_dirs_response.h"
 #include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/fetch_request.h"
@@ -89,6 +91,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::ElectLeadersRequest::kApiKey, 0, 2},
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
     {net::DescribeClientQuotasRequest::kApiKey, 0, 1},
+    {net::DescribeQuorumRequest::kApiKey, 0, 2},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
     {net::DescribeLogDirsRequest::kApiKey, 1, 4},
@@ -207,6 +210,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await forward<net::CreatePartitionsRequest, net::CreatePartitionsResponse>(frame);
     case net::ElectLeadersRequest::kApiKey:
       co_return co_await forward<net::ElectLeadersRequest, net::ElectLeadersResponse>(frame);
+    case net::DescribeQuorumRequest::kApiKey:
+      // (Answered by the metadata quorum's leader, the active controller.)
+      co_return co_await forward<net::DescribeQuorumRequest, net::DescribeQuorumResponse>(frame);
     case net::IncrementalAlterConfigsRequest::kApiKey:
       co_return co_await forward<net::IncrementalAlterConfigsRequest, net::IncrementalAlterConfigsResponse>(frame);
     case net::AlterConfigsRequest::kApiKey:

@@ -472,6 +472,9 @@ def brook_tools_checks(server):
     check("brook topics --describe", lines[0].startswith("Topic: bt\tTopicId: ") and "PartitionCount: 4" in lines[0]
           and "retention.ms=7200000" in lines[0] and len(lines) == 5 and "Leader: 1\tReplicas: 1\tIsr: 1" in lines[1],
           out)
+    out = brook("metadata-quorum", "--bootstrap-server", b, "describe")
+    check("brook metadata-quorum --bootstrap-server (DescribeQuorum forwarded by the broker)",
+          out.startswith("LeaderId: 1\n") and "CurrentVoters: 1@" in out, out)
     # Keys partition as the Java client's murmur2 does (librdkafka's murmur2_random).
     keyed = "".join(f"k{i}:v{i}\n" for i in range(200)).encode()
     brook("produce", "--bootstrap-server", b, "--topic", "bt", "--property", "parse.key=true",
