@@ -300,6 +300,10 @@ void QuorumController::unfence_records(int32_t broker_id, Records& out) const {
   }
 }
 
+bool QuorumController::preferred_can_lead(const metadata::PartitionRegistration& p) const {
+  return !p.replicas.empty() && contains(p.isr, p.replicas.front()) && eligible(p.replicas.front());
+}
+
 bool QuorumController::leads_any(int32_t broker_id) const {
   for (const auto& [topic_id, topic] : latest_.topics().by_id) {
     for (const auto& [partition_id, p] : topic->partitions) {
@@ -353,9 +357,7 @@ io::Task<void> QuorumController::balance_leaders() {
   auto is_eligible = [&](int32_t id) { return eligible(id); };
   for (const auto& [topic_id, topic] : latest_.topics().by_id) {
     for (const auto& [partition_id, p] : topic->partitions) {
-      if (p.replicas.empty()) continue;
-      const int32_t preferred = p.replicas.front();
-      if (p.leader == preferred || !contains(p.isr, preferred) || !eligible(preferred)) continue;
+      if (!preferred_can_lead(p) || p.leader == p.replicas.front()) continue;
       PartitionChangeRequest request;
       request.topic_id = topic_id;
       request.partition_id = partition_id;
@@ -910,9 +912,9 @@ io::Task<net::ElectLeadersResponse> QuorumController::elect_leaders(net::ElectLe
       if (!p.replicas.empty() && p.leader == p.replicas.front()) return {net::Error::kElectionNotNeeded, ""};
       // Only the preferred replica: a valid leader is not traded for
       // another replica that is not preferred either.
-      const bool preferred_ok =
-          !p.replicas.empty() && contains(p.isr, p.replicas.front()) && eligible(p.replicas.front());
-      if (!preferred_ok && p.leader != metadata::kNoLeader) return {net::Error::kPreferredLeaderNotAvailable, ""};
+      if (!preferred_can_lead(p) && p.leader != metadata::kNoLeader) {
+        return {net::Error::kPreferredLeaderNotAvailable, ""};
+      }
       change.election = Election::kPreferred;
       change.unclean_allowed = unclean_allowed(topic_name);
     } else {

@@ -259,6 +259,8 @@ class QuorumController final : public raft::RaftListener {
   // Partition changes moving `broker_id` out of every ISR (leaders moved).
   void remove_from_isrs(int32_t broker_id, Records& out) const;
   bool leads_any(int32_t broker_id) const;
+  // Whether `p`'s preferred replica (its first) is in its ISR and eligible.
+  bool preferred_can_lead(const metadata::PartitionRegistration& p) const;
   bool unclean_allowed(const std::string& topic) const;
   // The cluster-wide broker configs topic defaults fall back on.
   configs::BrokerLayers broker_layers() const;

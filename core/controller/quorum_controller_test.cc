@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,9 +36,10 @@ struct Harness;
 io::Task<void> node_main(io::Context* ctx, Harness* h);
 
 struct Harness {
+  // `configure` adjusts the controller's configuration.
   explicit Harness(uint64_t seed = 1, int16_t bootstrap_mv = kMetadataVersionLatest,
-                   io::Duration imbalance_interval = std::chrono::seconds(300))
-      : world(seed), bootstrap_mv(bootstrap_mv), imbalance_interval(imbalance_interval) {
+                   std::function<void(ControllerConfig&)> configure = {})
+      : world(seed), bootstrap_mv(bootstrap_mv), configure(std::move(configure)) {
     sim::Node& node = world.add_node();
     address = node.address(kPort);
     node.start([this](io::Context& ctx) { return node_main(&ctx, this); });
@@ -74,7 +76,7 @@ struct Harness {
     c.cluster_id = kClusterId;
     c.broker_session_timeout = 2s;
     c.bootstrap_metadata_version = bootstrap_mv;
-    c.leader_imbalance_check_interval = imbalance_interval;
+    if (configure) configure(c);
     return c;
   }
 
@@ -144,7 +146,7 @@ struct Harness {
 
   sim::World world;
   int16_t bootstrap_mv;
-  io::Duration imbalance_interval;
+  std::function<void(ControllerConfig&)> configure;
   io::Address address;
   raft::RaftNode* raft = nullptr;
   QuorumController* controller = nullptr;
@@ -286,8 +288,25 @@ TEST(QuorumController, ExpiredSessionFencesAndMovesLeaders) {
   for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, 2) << id;
 }
 
+// Broker 1 lapses and comes back; broker 2 (leader epoch `e2`) takes it
+// back into the ISRs of the partitions that prefer it. Returns those.
+std::vector<int32_t> lapse_and_rejoin_broker_1(Harness& h, int64_t e1, int64_t e2) {
+  std::vector<int32_t> preferring_1;
+  for (const auto& [id, p] : h.image().topics().topic("t")->partitions) {
+    if (p.replicas.front() == 1) preferring_1.push_back(id);
+  }
+  for (int i = 0; i < 6; ++i) {
+    h.world.run_for(500ms);
+    EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  }
+  EXPECT_TRUE(h.image().cluster().broker(1)->fenced);
+  EXPECT_FALSE(h.heartbeat(1, e1).is_fenced);
+  for (int32_t id : preferring_1) EXPECT_EQ(h.set_isr("t", id, 2, e2, {2, 1}), 0);
+  return preferring_1;
+}
+
 TEST(QuorumController, MovesLeadershipBackToPreferredReplicasInTheIsr) {
-  Harness h(1, kMetadataVersionLatest, 10s);
+  Harness h(1, kMetadataVersionLatest, [](ControllerConfig& c) { c.leader_imbalance_check_interval = 10s; });
   const int64_t e1 = h.add_broker(1);
   const int64_t e2 = h.add_broker(2);
   ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
@@ -320,6 +339,28 @@ TEST(QuorumController, MovesLeadershipBackToPreferredReplicasInTheIsr) {
   beat_both_for(12s);
   for (const auto& [id, p] : h.image().topics().topic("t")->partitions) EXPECT_EQ(p.leader, p.replicas.front()) << id;
   for (int32_t id : preferring_1) EXPECT_EQ(h.image().topics().topic("t")->partitions.at(id).isr.size(), 2u) << id;
+}
+
+TEST(QuorumController, LeavesLeadershipAloneWithAutoLeaderRebalanceOff) {
+  Harness h(1, kMetadataVersionLatest, [](ControllerConfig& c) {
+    c.auto_leader_rebalance = false;
+    c.leader_imbalance_check_interval = 1s;
+  });
+  const int64_t e1 = h.add_broker(1);
+  const int64_t e2 = h.add_broker(2);
+  ASSERT_EQ(h.create("t", 4, 2).error_code, 0);
+  const std::vector<int32_t> preferring_1 = lapse_and_rejoin_broker_1(h, e1, e2);
+  ASSERT_FALSE(preferring_1.empty());
+  for (int i = 0; i < 20; ++i) {
+    h.world.run_for(500ms);
+    EXPECT_EQ(h.heartbeat(1, e1).error_code, 0);
+    EXPECT_EQ(h.heartbeat(2, e2).error_code, 0);
+  }
+  for (int32_t id : preferring_1) {
+    const metadata::PartitionRegistration& p = h.image().topics().topic("t")->partitions.at(id);
+    EXPECT_EQ(p.leader, 2) << id;
+    EXPECT_EQ(p.isr.size(), 2u) << id;
+  }
 }
 
 TEST(QuorumController, ElectsPreferredAndUncleanLeadersOnRequest) {

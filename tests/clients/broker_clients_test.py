@@ -472,6 +472,12 @@ def brook_tools_checks(server):
     check("brook topics --describe", lines[0].startswith("Topic: bt\tTopicId: ") and "PartitionCount: 4" in lines[0]
           and "retention.ms=7200000" in lines[0] and len(lines) == 5 and "Leader: 1\tReplicas: 1\tIsr: 1" in lines[1],
           out)
+    with tempfile.TemporaryDirectory() as bad:
+        r = subprocess.run([BROOK, "server", "--data-dir", os.path.join(bad, "data"), "--override",
+                            "leader.imbalance.check.interval.seconds=0"], capture_output=True, timeout=30)
+        check("brook server refuses leader.imbalance.check.interval.seconds=0",
+              r.returncode == 2 and b"leader.imbalance.check.interval.seconds must be >= 1" in r.stderr,
+              f"{r.returncode} {r.stderr.decode()[-300:]}")
     out = brook("metadata-quorum", "--bootstrap-server", b, "describe")
     check("brook metadata-quorum --bootstrap-server (DescribeQuorum forwarded by the broker)",
           out.startswith("LeaderId: 1\n") and "CurrentVoters: 1@" in out, out)
