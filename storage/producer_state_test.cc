@@ -353,6 +353,29 @@ TEST(ProducerStateTest, ReplicationKeepsTransactionOpen) {
   EXPECT_EQ(end.completed, (CompletedTxn{1, 0, 2, false}));
 }
 
+// A coordinator's transactional batch (the group coordinator's
+// TxnOffsetCommit: no sequence numbers) opens its producer's transaction in
+// the partition, and the marker WriteTxnMarkers appends later ends it.
+TEST(ProducerStateTest, CoordinatorTransactionalBatchOpensATransaction) {
+  ProducerStateManager m;
+  ProducerAppend append = m.begin_append(AppendOrigin::kCoordinator);
+  ASSERT_TRUE(append.add_batch(data_batch(4, 2, net::kNoSequence, 7, 2, true), std::nullopt).ok());
+  EXPECT_EQ(append.started_transactions(), (std::vector<OngoingTxn>{{4, 7}}));
+  m.commit(std::move(append));
+  m.update_map_end_offset(9);
+  EXPECT_TRUE(m.has_ongoing_transaction(4));
+  EXPECT_EQ(m.first_unstable_offset(), 7);
+  EXPECT_EQ(m.last_entry(4)->current_txn_first_offset, 7);
+  // A second batch of the same transaction (no sequences either) joins it.
+  ASSERT_TRUE(append_one(m, AppendOrigin::kCoordinator, data_batch(4, 2, net::kNoSequence, 9, 1, true)).ok());
+  EXPECT_EQ(m.ongoing_transactions().size(), 1u);
+  AddBatchResult end = append_one(m, AppendOrigin::kCoordinator, marker_batch(4, 2, 10), commit_marker());
+  EXPECT_EQ(end.completed, (CompletedTxn{4, 7, 10, false}));
+  m.complete_txn(*end.completed);
+  EXPECT_FALSE(m.has_ongoing_transaction(4));
+  EXPECT_EQ(m.first_unstable_offset(), std::nullopt);
+}
+
 // A transaction opened and ended in one append completes like any other.
 TEST(ProducerStateTest, TransactionWithinOneAppend) {
   ProducerStateManager m;

@@ -455,7 +455,7 @@ absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& k
               // by their own tombstones) stay, as does a classic group that
               // took the id over (a downgrade).
               if (Group* g = find(k.group_id); g != nullptr && g->consumer != nullptr) {
-                if (g->offsets.empty()) {
+                if (g->offsets.empty() && g->txn_offsets.empty()) {
                   groups_.erase(k.group_id);
                 } else {
                   g->consumer.reset();
@@ -988,7 +988,7 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
       now->converting = false;
       wake_timers();
       if (e != Error::kNone && created && now->consumer == nullptr && now->members.empty() &&
-          now->pending_members.empty() && now->offsets.empty()) {
+          now->pending_members.empty() && now->offsets.empty() && now->txn_offsets.empty()) {
         groups_.erase(group_id);
       }
     }

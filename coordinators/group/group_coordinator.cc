@@ -171,6 +171,10 @@ void GroupCoordinator::begin_load(int32_t partition, int32_t epoch) {
 
 void GroupCoordinator::unload(int32_t partition) {
   shards_.unload(partition);
+  // The partition's open transactions go with its groups (a load replays
+  // them again).
+  open_transactions_.erase(open_transactions_.lower_bound({partition, INT64_MIN}),
+                           open_transactions_.upper_bound({partition, INT64_MAX}));
   for (auto it = groups_.begin(); it != groups_.end();) {
     Group& g = *it->second;
     if (g.partition != partition) {
@@ -208,19 +212,13 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
     if (!k.ok()) return k.status();
     Group* g = find(k->group);
     if (!value.has_value()) {
-      if (g != nullptr) g->offsets.erase({k->topic, k->partition});
+      if (g != nullptr) erase_offset(*g, {k->topic, k->partition}, offset);
       return absl::OkStatus();
     }
     absl::StatusOr<net::OffsetCommitValue> v = net::decode_versioned<net::OffsetCommitValue>(*value);
     if (!v.ok()) return v.status();
     if (g == nullptr) g = &create(k->group);
-    OffsetEntry& e = g->offsets[{k->topic, k->partition}];
-    e.offset = v->offset;
-    e.leader_epoch = v->leader_epoch;
-    e.metadata = v->metadata;
-    e.commit_timestamp_ms = v->commit_timestamp;
-    e.expire_timestamp_ms = v->expire_timestamp;
-    e.record_offset = offset;
+    g->offsets[{k->topic, k->partition}] = offset_entry(*v, offset);
     return absl::OkStatus();
   }
   if (*kv == 2) {
@@ -231,7 +229,7 @@ absl::Status GroupCoordinator::replay(int32_t partition, int64_t offset, const s
       // own tombstones) and a consumer protocol group of the same id stay.
       Group* g = find(k->group);
       if (g == nullptr) return absl::OkStatus();
-      if (g->offsets.empty() && g->consumer == nullptr) {
+      if (g->offsets.empty() && g->txn_offsets.empty() && g->consumer == nullptr) {
         groups_.erase(k->group);
       } else if (g->consumer == nullptr) {
         g->members.clear();
@@ -1136,6 +1134,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
 
 net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchRequest& r, int16_t version) {
   net::OffsetFetchResponse out;
+  const bool require_stable = version >= 7 && r.require_stable;
   // One group's answer, in the v8+ shape.
   auto one = [&](const std::string& group_id,
                  const std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>>& topics,
@@ -1179,6 +1178,12 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
       po.committed_offset = -1;
       po.metadata = "";
       if (g == nullptr) return;
+      // KIP-447: a consumer that asks for stable offsets learns that a
+      // transaction may still move this one, and retries.
+      if (require_stable && has_txn_offset(*g, {t.name, partition})) {
+        po.error_code = code(Error::kUnstableOffsetCommit);
+        return;
+      }
       auto it = g->offsets.find({t.name, partition});
       if (it == g->offsets.end()) return;
       po.committed_offset = it->second.offset;
@@ -1278,7 +1283,8 @@ io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::Offset
         po.error_code = code(Error::kGroupSubscribedToTopic);
         continue;
       }
-      if (g->offsets.contains({t.name, p.partition_index})) {
+      // (Pending transactional offsets are deleted too, as in Kafka.)
+      if (g->offsets.contains({t.name, p.partition_index}) || has_txn_offset(*g, {t.name, p.partition_index})) {
         records.push_back(CoordinatorRecord{offset_commit_key(r.group_id, t.name, p.partition_index), std::nullopt});
         deleting.emplace_back(t.name, p.partition_index);
       }
@@ -1295,8 +1301,246 @@ io::Task<net::OffsetDeleteResponse> GroupCoordinator::delete_offsets(net::Offset
     co_return out;
   }
   if (Group* now = find(group_id)) {
-    for (const auto& key : deleting) now->offsets.erase(key);
+    for (size_t i = 0; i < deleting.size(); ++i) {
+      erase_offset(*now, deleting[i], w.base_offset + static_cast<int64_t>(i));
+    }
   }
+  co_return out;
+}
+
+// --- transactional offsets -------------------------------------------------------------
+
+GroupCoordinator::OffsetEntry GroupCoordinator::offset_entry(const net::OffsetCommitValue& v, int64_t record_offset) {
+  OffsetEntry e;
+  e.offset = v.offset;
+  e.leader_epoch = v.leader_epoch;
+  e.metadata = v.metadata;
+  e.commit_timestamp_ms = v.commit_timestamp;
+  e.expire_timestamp_ms = v.expire_timestamp;
+  e.record_offset = record_offset;
+  return e;
+}
+
+void GroupCoordinator::add_txn_offset(Group& g, int64_t producer_id, const TopicPartitionKey& key, TxnOffset offset) {
+  TxnOffset& slot = g.txn_offsets[producer_id][key];
+  // (The transaction committed the partition's offset before: the later
+  // record is the one its marker commits.)
+  if (slot.entry.record_offset <= offset.entry.record_offset) slot = std::move(offset);
+  open_transactions_[{g.partition, producer_id}].insert(g.id);
+}
+
+bool GroupCoordinator::has_txn_offset(const Group& g, const TopicPartitionKey& key) {
+  return std::any_of(g.txn_offsets.begin(), g.txn_offsets.end(),
+                     [&](const auto& producer) { return producer.second.contains(key); });
+}
+
+void GroupCoordinator::erase_offset(Group& g, const TopicPartitionKey& key, int64_t tombstone_offset) {
+  // (An offset committed after the tombstone stays.)
+  if (auto it = g.offsets.find(key); it != g.offsets.end() && it->second.record_offset < tombstone_offset) {
+    g.offsets.erase(it);
+  }
+  for (auto producer = g.txn_offsets.begin(); producer != g.txn_offsets.end();) {
+    auto it = producer->second.find(key);
+    if (it != producer->second.end() && it->second.entry.record_offset < tombstone_offset) producer->second.erase(it);
+    if (producer->second.empty()) {
+      producer = g.txn_offsets.erase(producer);
+    } else {
+      ++producer;
+    }
+  }
+}
+
+absl::Status GroupCoordinator::replay_transactional(int32_t partition, int64_t offset, int64_t producer_id,
+                                                    const std::optional<io::Buffer>& key,
+                                                    const std::optional<io::Buffer>& value) {
+  if (!key.has_value()) return replay(partition, offset, key, value);
+  absl::StatusOr<int16_t> kv = net::versioned_version(*key);
+  if (!kv.ok()) return kv.status();
+  // Only offset commits wait for their transaction (as in Kafka); any
+  // other record of such a batch takes effect at once.
+  if (*kv != 0 && *kv != 1) return replay(partition, offset, key, value);
+  absl::StatusOr<net::OffsetCommitKey> k = net::decode_versioned<net::OffsetCommitKey>(*key);
+  if (!k.ok()) return k.status();
+  TxnOffset pending;
+  pending.entry.record_offset = offset;
+  Group* g = find(k->group);
+  if (!value.has_value()) {
+    // A tombstone of the transaction deletes the offset if it commits.
+    if (g == nullptr) return absl::OkStatus();
+    pending.deletes = true;
+  } else {
+    absl::StatusOr<net::OffsetCommitValue> v = net::decode_versioned<net::OffsetCommitValue>(*value);
+    if (!v.ok()) return v.status();
+    if (g == nullptr) g = &create(k->group);
+    pending.entry = offset_entry(*v, offset);
+  }
+  add_txn_offset(*g, producer_id, {k->topic, k->partition}, std::move(pending));
+  return absl::OkStatus();
+}
+
+void GroupCoordinator::replay_marker(int32_t partition, int64_t offset, int64_t producer_id, bool commit) {
+  (void)offset;
+  complete_transaction(partition, producer_id, commit);
+}
+
+void GroupCoordinator::complete_transaction(int32_t partition, int64_t producer_id, bool commit) {
+  for (auto& [seq, w] : txn_writes_) {
+    if (w.partition == partition && w.producer_id == producer_id) w.ended = commit;
+  }
+  auto open = open_transactions_.find({partition, producer_id});
+  if (open == open_transactions_.end()) return;
+  const std::set<std::string> ids = std::move(open->second);
+  open_transactions_.erase(open);
+  for (const std::string& id : ids) {
+    Group* g = find(id);
+    if (g == nullptr || g->partition != partition) continue;
+    auto txn = g->txn_offsets.find(producer_id);
+    if (txn == g->txn_offsets.end()) continue;
+    std::map<TopicPartitionKey, TxnOffset> offsets = std::move(txn->second);
+    g->txn_offsets.erase(txn);
+    if (!commit) continue;
+    for (auto& [key, pending] : offsets) {
+      // The newer of a committed offset and the transaction's by their
+      // place in the log wins, whatever order they completed in (as in
+      // Kafka: a replay of the compacted partition must agree).
+      auto it = g->offsets.find(key);
+      if (it != g->offsets.end() && it->second.record_offset > pending.entry.record_offset) continue;
+      if (!pending.deletes) {
+        g->offsets[key] = std::move(pending.entry);
+      } else if (it != g->offsets.end()) {
+        g->offsets.erase(it);
+      }
+    }
+  }
+}
+
+net::Error GroupCoordinator::check_txn_member(const Group& g, const net::TxnOffsetCommitRequest& r) const {
+  // TxnOffsetCommit before v3 names no member, and from v3 a producer that
+  // is not a group member need not: the member is checked only when named.
+  const bool anonymous = r.generation_id < 0 && r.member_id.empty() && !r.group_instance_id.has_value();
+  if (g.consumer != nullptr) {
+    const ConsumerGroup& cg = *g.consumer;
+    if ((r.generation_id < 0 && cg.members.empty()) || anonymous) return Error::kNone;
+    auto m = cg.members.find(r.member_id);
+    if (m == cg.members.end()) return Error::kUnknownMemberId;
+    // (Kafka answers a stale member epoch with ILLEGAL_GENERATION here.)
+    if (r.generation_id != m->second.current.member_epoch) return Error::kIllegalGeneration;
+    return Error::kNone;
+  }
+  if ((r.generation_id < 0 && g.state == State::kEmpty) || anonymous) return Error::kNone;
+  if (r.group_instance_id.has_value()) {
+    auto s = g.static_members.find(*r.group_instance_id);
+    if (s == g.static_members.end()) return Error::kUnknownMemberId;
+    if (s->second != r.member_id) return Error::kFencedInstanceId;
+  } else if (!g.members.contains(r.member_id)) {
+    return Error::kUnknownMemberId;
+  }
+  if (r.generation_id != g.generation) return Error::kIllegalGeneration;
+  return Error::kNone;
+}
+
+io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::TxnOffsetCommitRequest r,
+                                                                           int16_t version) {
+  net::TxnOffsetCommitResponse out;
+  for (const auto& t : r.topics) {
+    auto& to = out.topics.emplace_back();
+    to.name = t.name;
+    for (const auto& p : t.partitions) to.partitions.emplace_back().partition_index = p.partition_index;
+  }
+  auto fail_all = [&](Error e) {
+    for (auto& t : out.topics) {
+      for (auto& p : t.partitions) p.error_code = code(e);
+    }
+    return out;
+  };
+  if (Error e = check_group(r.group_id); e != Error::kNone) co_return fail_all(e);
+  if (version < 3) {
+    // (No member fields before v3: as decoded, they hold their defaults.)
+    r.generation_id = -1;
+    r.member_id.clear();
+    r.group_instance_id.reset();
+  }
+  Group* g = find(r.group_id);
+  if (g == nullptr) {
+    // A producer outside the group's membership commits to a group that
+    // need not exist (Kafka creates it, empty, as OffsetCommit does).
+    if (r.generation_id >= 0) co_return fail_all(Error::kIllegalGeneration);
+    g = &create(r.group_id);
+  }
+  if (g->state == State::kDead) co_return fail_all(Error::kCoordinatorNotAvailable);
+  if (g->converting) {
+    co_await await_conversion(r.group_id);
+    co_return co_await txn_offset_commit(std::move(r), version);
+  }
+  if (Error e = check_txn_member(*g, r); e != Error::kNone) co_return fail_all(e);
+  struct Pending {
+    net::TxnOffsetCommitResponse::TxnOffsetCommitResponsePartition* out;
+    TopicPartitionKey key;
+    OffsetEntry entry;
+  };
+  std::vector<Pending> pending;
+  std::vector<CoordinatorRecord> records;
+  const int64_t now = now_ms();
+  for (size_t ti = 0; ti < r.topics.size(); ++ti) {
+    auto& t = r.topics[ti];
+    for (size_t pi = 0; pi < t.partitions.size(); ++pi) {
+      auto& p = t.partitions[pi];
+      auto* po = &out.topics[ti].partitions[pi];
+      const std::string metadata = p.committed_metadata.value_or("");
+      if (static_cast<int64_t>(metadata.size()) > config_.offset_metadata_max_bytes) {
+        po->error_code = code(Error::kOffsetMetadataTooLarge);
+        continue;
+      }
+      if (!log_->partition_exists(t.name, p.partition_index)) {
+        po->error_code = code(Error::kUnknownTopicOrPartition);
+        continue;
+      }
+      OffsetEntry e;
+      e.offset = p.committed_offset;
+      e.leader_epoch = version >= 2 ? p.committed_leader_epoch : -1;
+      e.metadata = metadata;
+      e.commit_timestamp_ms = now;
+      records.push_back(CoordinatorRecord{offset_commit_key(r.group_id, t.name, p.partition_index),
+                                          offset_commit_value(e.offset, e.leader_epoch, e.metadata,
+                                                              e.commit_timestamp_ms, e.expire_timestamp_ms)});
+      pending.push_back(Pending{po, {t.name, p.partition_index}, std::move(e)});
+    }
+  }
+  if (records.empty()) co_return out;
+  const int32_t partition = g->partition;
+  const int32_t epoch = *shards_.epoch(partition);
+  const std::string group_id = g->id;
+  const int64_t producer_id = r.producer_id;
+  for (const Pending& p : pending) ++g->committing[p.key];
+  const uint64_t write = next_txn_write_++;
+  txn_writes_[write] = TxnWrite{partition, producer_id, std::nullopt};
+  const CoordinatorLog::Written w =
+      co_await log_->write_transactional(partition, epoch, producer_id, r.producer_epoch, std::move(records));
+  const std::optional<bool> ended = txn_writes_[write].ended;
+  txn_writes_.erase(write);
+  g = find(group_id);
+  if (g != nullptr) {
+    for (const Pending& p : pending) {
+      auto it = g->committing.find(p.key);
+      if (it != g->committing.end() && --it->second <= 0) g->committing.erase(it);
+    }
+  }
+  if (w.error != Error::kNone) {
+    const Error e = write_error(w.error, Written::kOffsets);
+    for (Pending& p : pending) p.out->error_code = code(e);
+    co_return out;
+  }
+  if (loaded_epoch(partition) != epoch || loading(partition)) co_return out;
+  // (A replay would find the group: the records create it.)
+  if (g == nullptr) g = &create(group_id);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    pending[i].entry.record_offset = w.base_offset + static_cast<int64_t>(i);
+    add_txn_offset(*g, producer_id, pending[i].key, TxnOffset{std::move(pending[i].entry), false});
+  }
+  // The transaction ended while its records were being committed (its
+  // producer gave up waiting and aborted): the marker follows them in the
+  // log, so it applies to them.
+  if (ended.has_value()) complete_transaction(partition, producer_id, *ended);
   co_return out;
 }
 
@@ -1398,6 +1642,17 @@ io::Task<net::DeleteGroupsResponse> GroupCoordinator::delete_groups(net::DeleteG
     }
     std::vector<CoordinatorRecord> records;
     for (const auto& [key, entry] : g->offsets) {
+      records.push_back(CoordinatorRecord{offset_commit_key(id, key.first, key.second), std::nullopt});
+    }
+    // Kafka deletes the offsets of open transactions too: their tombstones
+    // drop them on a replay, and a later commit marker finds none.
+    std::set<TopicPartitionKey> pending_only;
+    for (const auto& [producer_id, offsets] : g->txn_offsets) {
+      for (const auto& [key, o] : offsets) {
+        if (!g->offsets.contains(key)) pending_only.insert(key);
+      }
+    }
+    for (const auto& key : pending_only) {
       records.push_back(CoordinatorRecord{offset_commit_key(id, key.first, key.second), std::nullopt});
     }
     std::set<std::string> covered;
@@ -1557,7 +1812,8 @@ io::Task<void> GroupCoordinator::expire_offsets() {
       // committed with a retention time expires then; the others a
       // retention period after their commit, or in an emptied group after
       // it emptied.
-      if (rule->subscribed.contains(key.first) || g->committing.contains(key)) continue;
+      // So does one an open transaction may still replace (as in Kafka).
+      if (rule->subscribed.contains(key.first) || g->committing.contains(key) || has_txn_offset(*g, key)) continue;
       const bool gone = e.expire_timestamp_ms >= 0
                             ? now >= e.expire_timestamp_ms
                             : now - (rule->from_empty ? std::max(g->state_timestamp_ms, e.commit_timestamp_ms)
@@ -1570,7 +1826,7 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     }
     const bool empty = g->consumer != nullptr ? g->consumer->members.empty() : g->state == State::kEmpty;
     const bool drop_group = empty && expired.size() == g->offsets.size() && g->pending_members.empty() &&
-                            g->committing.empty();
+                            g->committing.empty() && g->txn_offsets.empty();
     std::set<std::string> covered;
     if (drop_group) {
       if (g->consumer != nullptr) {
@@ -1598,7 +1854,7 @@ io::Task<void> GroupCoordinator::expire_offsets() {
     }
     ctx_->log().info("group coordinator: expired {} offsets of group {}", erased, id);
     if (drop_group && g->state == State::kEmpty && g->offsets.empty() && g->committing.empty() &&
-        (g->consumer == nullptr || g->consumer->members.empty())) {
+        g->txn_offsets.empty() && (g->consumer == nullptr || g->consumer->members.empty())) {
       groups_.erase(id);
     }
   }

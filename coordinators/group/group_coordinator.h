@@ -23,6 +23,15 @@
 // visible to OffsetFetch only then; a group's assignment is handed to its
 // members only once the GroupMetadata record carrying it is committed.
 //
+// Transactional offsets (TxnOffsetCommit, KIP-98) are the same OffsetCommit
+// records, written in a transactional batch of the producer: they stay
+// pending, per group, producer and topic partition, until the producer's
+// commit or abort marker reaches the partition (complete_transaction; on a
+// load, replay_marker). A commit then makes them the committed offsets
+// unless a newer offset (a higher record offset) was committed meanwhile;
+// an abort drops them. OffsetFetch with require_stable answers
+// UNSTABLE_OFFSET_COMMIT for a partition with pending offsets.
+//
 // The group state machine follows Kafka's GroupCoordinator: Empty ->
 // PreparingRebalance (members (re)join; completes when every known member
 // has joined or the rebalance timeout passes, after
@@ -85,12 +94,15 @@
 #include "net/kafka/messages/list_groups_response.h"
 #include "net/kafka/messages/offset_commit_request.h"
 #include "net/kafka/messages/offset_commit_response.h"
+#include "net/kafka/messages/offset_commit_value.h"
 #include "net/kafka/messages/offset_delete_request.h"
 #include "net/kafka/messages/offset_delete_response.h"
 #include "net/kafka/messages/offset_fetch_request.h"
 #include "net/kafka/messages/offset_fetch_response.h"
 #include "net/kafka/messages/sync_group_request.h"
 #include "net/kafka/messages/sync_group_response.h"
+#include "net/kafka/messages/txn_offset_commit_request.h"
+#include "net/kafka/messages/txn_offset_commit_response.h"
 
 namespace brook::group {
 
@@ -153,6 +165,11 @@ class CoordinatorLog : public runtime::RecordLog {
   virtual std::optional<Topic> topic(const TopicId& id) const = 0;
   // The names of every topic (regular expression subscriptions).
   virtual std::vector<std::string> topic_names() const = 0;
+  // Appends `records` as one transactional batch of `producer_id` /
+  // `producer_epoch` (no sequence numbers) to `partition` as its leader in
+  // `epoch`, alone in its batch, and returns once committed (as write()).
+  virtual io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id,
+                                                int16_t producer_epoch, std::vector<CoordinatorRecord> records) = 0;
 };
 
 // The error a group API answers when a coordinator write failed (Kafka's
@@ -191,6 +208,12 @@ class GroupCoordinator final : public runtime::Coordinator {
   void begin_load(int32_t partition, int32_t epoch) override;
   absl::Status replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
                       const std::optional<io::Buffer>& value) override;
+  // An offset commit (or its tombstone) of a transaction: pending until
+  // the producer's marker. Other records replay as they would outside one.
+  absl::Status replay_transactional(int32_t partition, int64_t offset, int64_t producer_id,
+                                    const std::optional<io::Buffer>& key,
+                                    const std::optional<io::Buffer>& value) override;
+  void replay_marker(int32_t partition, int64_t offset, int64_t producer_id, bool commit) override;
   void finish_load(int32_t partition, int32_t epoch) override;
   void unload(int32_t partition) override;
   std::optional<int32_t> loaded_epoch(int32_t partition) const override;
@@ -209,6 +232,12 @@ class GroupCoordinator final : public runtime::Coordinator {
   net::DescribeGroupsResponse describe_groups(const net::DescribeGroupsRequest& request, int16_t version);
   net::ListGroupsResponse list_groups(const net::ListGroupsRequest& request, int16_t version);
   io::Task<net::DeleteGroupsResponse> delete_groups(net::DeleteGroupsRequest request, int16_t version);
+  // TxnOffsetCommit v0-3: offsets written in a transactional batch of the
+  // request's producer, pending until the transaction ends.
+  io::Task<net::TxnOffsetCommitResponse> txn_offset_commit(net::TxnOffsetCommitRequest request, int16_t version);
+  // A commit or abort marker of `producer_id` was written to `partition`
+  // (led here): its pending offsets there become committed, or are dropped.
+  void complete_transaction(int32_t partition, int64_t producer_id, bool commit);
   // The consumer protocol (KIP-848).
   io::Task<net::ConsumerGroupHeartbeatResponse> consumer_group_heartbeat(net::ConsumerGroupHeartbeatRequest request,
                                                                          int16_t version, std::string client_id,
@@ -266,6 +295,13 @@ class GroupCoordinator final : public runtime::Coordinator {
     int64_t expire_timestamp_ms = -1;
     int64_t record_offset = -1;  // where it is in the partition
   };
+  // An offset commit of an open transaction: an offset, or (`deletes`) a
+  // tombstone, at entry.record_offset.
+  struct TxnOffset {
+    OffsetEntry entry;
+    bool deletes = false;
+  };
+  using TopicPartitionKey = std::pair<std::string, int32_t>;
   // What a member of a consumer protocol group that uses the classic
   // protocol (JoinGroup, SyncGroup, Heartbeat) sent in its JoinGroup.
   struct ClassicMetadata {
@@ -336,6 +372,10 @@ class GroupCoordinator final : public runtime::Coordinator {
     std::map<std::pair<std::string, int32_t>, OffsetEntry> offsets;
     // Commits being written, per partition: not expired meanwhile.
     std::map<std::pair<std::string, int32_t>, int> committing;
+    // The offsets of open transactions: producer id -> partition -> offset.
+    // While a partition has one, its committed offset does not expire, and
+    // while the group has one, the group stays.
+    std::map<int64_t, std::map<TopicPartitionKey, TxnOffset>> txn_offsets;
     // A member joined during the initial delay (which then extends).
     bool new_member_added = false;
     // Set when the group uses the consumer protocol (its classic members
@@ -551,6 +591,30 @@ class GroupCoordinator final : public runtime::Coordinator {
   bool classic_member_must_rejoin(const ConsumerGroup& cg, const ConsumerMember& m) const;
   // Waits until a conversion of `group_id` being written is done.
   io::Task<void> await_conversion(const std::string& group_id);
+
+  // --- transactional offsets ---
+  // A committed offset as its OffsetCommitValue record at `record_offset`
+  // says.
+  static OffsetEntry offset_entry(const net::OffsetCommitValue& v, int64_t record_offset);
+  // TxnOffsetCommit's member checks (Kafka's validateOffsetCommit for a
+  // transactional commit): kNone or the error to answer.
+  net::Error check_txn_member(const Group& g, const net::TxnOffsetCommitRequest& r) const;
+  // `producer_id`'s offset of `key` in `g` is pending.
+  void add_txn_offset(Group& g, int64_t producer_id, const TopicPartitionKey& key, TxnOffset offset);
+  // Whether any open transaction has an offset of `key` in `g`.
+  static bool has_txn_offset(const Group& g, const TopicPartitionKey& key);
+  // A tombstone at `tombstone_offset` (outside a transaction): the committed
+  // offset of `key` and the pending ones written before it are gone.
+  static void erase_offset(Group& g, const TopicPartitionKey& key, int64_t tombstone_offset);
+  // A transactional offset written to the log whose writer has not yet
+  // learnt its offsets: a marker of its producer that comes meanwhile (an
+  // abort after the client gave up waiting) applies to it too.
+  struct TxnWrite {
+    int32_t partition = -1;
+    int64_t producer_id = -1;
+    std::optional<bool> ended;  // commit (true) or abort, when a marker came
+  };
+
   io::Context* ctx_;
   CoordinatorLog* log_;
   std::set<std::pair<std::string, std::string>> fencing_;
@@ -562,6 +626,12 @@ class GroupCoordinator final : public runtime::Coordinator {
   // Background writes (an emptied group's metadata); set while run() runs.
   io::TaskScope* scope_ = nullptr;
   io::Instant next_expiry_check_{};
+  // The groups with pending offsets of each (partition, producer id); may
+  // name groups whose offsets went since (their marker finds none).
+  std::map<std::pair<int32_t, int64_t>, std::set<std::string>> open_transactions_;
+  // TxnOffsetCommit writes under way, by a sequence number.
+  std::map<uint64_t, TxnWrite> txn_writes_;
+  uint64_t next_txn_write_ = 0;
 };
 
 std::string_view state_name(GroupCoordinator::State state);

@@ -38,6 +38,10 @@ class MemoryLog final : public CoordinatorLog {
     next_ += static_cast<int64_t>(records.size());
     co_return Written{Error::kNone, base};
   }
+  io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t, int16_t,
+                                        std::vector<CoordinatorRecord> records) override {
+    co_return co_await write(partition, epoch, std::move(records));
+  }
   bool partition_exists(const std::string&, int32_t) const override { return true; }
   std::optional<Topic> topic(const std::string&) const override { return std::nullopt; }
   std::optional<Topic> topic(const TopicId&) const override { return std::nullopt; }

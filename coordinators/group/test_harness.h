@@ -24,16 +24,36 @@ using namespace std::chrono_literals;
 inline constexpr int16_t kJoinVersion = 5;
 
 // The records of every partition, committed after `delay`; a write can be
-// made to fail.
+// made to fail. Transactional records carry their producer id, and markers
+// are entries of their own.
 class MemoryLog final : public CoordinatorLog {
  public:
   struct Entry {
     int64_t offset;
     CoordinatorRecord record;
+    // A transactional record's producer (-1: none), or a marker's.
+    int64_t producer_id;
+    // Set for a commit (true) or abort marker (`record` is then unused).
+    std::optional<bool> marker;
   };
   explicit MemoryLog(io::Context& ctx) : ctx_(&ctx) {}
 
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<CoordinatorRecord> records) override {
+    co_return co_await append(partition, epoch, -1, std::move(records));
+  }
+  io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id, int16_t producer_epoch,
+                                        std::vector<CoordinatorRecord> records) override {
+    (void)producer_epoch;
+    ++transactional_writes;
+    co_return co_await append(partition, epoch, producer_id, std::move(records));
+  }
+  // A commit or abort marker of `producer_id`, as WriteTxnMarkers appends it.
+  void append_marker(int32_t partition, int64_t producer_id, bool commit) {
+    std::vector<Entry>& log = partitions[partition];
+    log.push_back(Entry{static_cast<int64_t>(log.size()), CoordinatorRecord{}, producer_id, commit});
+  }
+  io::Task<Written> append(int32_t partition, int32_t epoch, int64_t producer_id,
+                           std::vector<CoordinatorRecord> records) {
     (void)epoch;
     ++writes;
     co_await ctx_->clock().sleep_for(delay);
@@ -42,7 +62,9 @@ class MemoryLog final : public CoordinatorLog {
       // replicas had not caught up when the wait ended).
       if (std::exchange(failed_write_lands, false)) {
         std::vector<Entry>& log = partitions[partition];
-        for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
+        for (auto& r : records) {
+          log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r), producer_id, std::nullopt});
+        }
       }
       Written w{std::exchange(fail_next, net::Error::kNone), -1};
       co_return w;
@@ -54,7 +76,9 @@ class MemoryLog final : public CoordinatorLog {
     }
     std::vector<Entry>& log = partitions[partition];
     const int64_t base = static_cast<int64_t>(log.size());
-    for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
+    for (auto& r : records) {
+      log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r), producer_id, std::nullopt});
+    }
     co_return Written{net::Error::kNone, base};
   }
   bool partition_exists(const std::string& topic, int32_t partition) const override {
@@ -90,6 +114,7 @@ class MemoryLog final : public CoordinatorLog {
   // The next this many writes fail with NOT_ENOUGH_REPLICAS.
   int fail_writes = 0;
   int writes = 0;
+  int transactional_writes = 0;
   std::map<int32_t, std::vector<Entry>> partitions;
   std::map<std::string, Topic> topics;
 };
@@ -260,7 +285,13 @@ struct Harness {
     for (int32_t p = 0; p < 4; ++p) {
       coordinator->begin_load(p, epoch);
       for (const auto& e : log->partitions[p]) {
-        ASSERT_TRUE(coordinator->replay(p, e.offset, e.record.key, e.record.value).ok());
+        if (e.marker.has_value()) {
+          coordinator->replay_marker(p, e.offset, e.producer_id, *e.marker);
+        } else if (e.producer_id >= 0) {
+          ASSERT_TRUE(coordinator->replay_transactional(p, e.offset, e.producer_id, e.record.key, e.record.value).ok());
+        } else {
+          ASSERT_TRUE(coordinator->replay(p, e.offset, e.record.key, e.record.value).ok());
+        }
       }
       coordinator->finish_load(p, epoch);
     }

@@ -21,6 +21,25 @@ LeadershipChange sync_leadership(Coordinator& coordinator, const std::map<int32_
   return out;
 }
 
+namespace {
+
+// A control batch: a commit or abort marker ends its producer's
+// transaction; the others (leader changes) mean nothing to a coordinator.
+absl::Status replay_control(Coordinator& coordinator, int32_t partition, const net::RecordBatchHeader& h,
+                            const std::vector<net::Record>& records) {
+  for (const net::Record& r : records) {
+    if (!r.key.has_value()) return absl::DataLossError("a control record without a key");
+    absl::StatusOr<net::ControlRecordKey> key = net::decode_control_record_key(r.key->span());
+    if (!key.ok()) return key.status();
+    if (key->type != net::ControlRecordType::kCommit && key->type != net::ControlRecordType::kAbort) continue;
+    coordinator.replay_marker(partition, net::record_offset(h, r), h.producer_id,
+                              key->type == net::ControlRecordType::kCommit);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, const io::Clock& clock,
                               io::Logger& log, std::string topic, int32_t partition, int32_t epoch,
                               LoadOptions options) {
@@ -76,11 +95,18 @@ io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader,
       if (!next->has_value()) break;
       const net::RecordBatchHeader& h = (*next)->header;
       offset = h.base_offset + h.last_offset_delta + 1;
-      if (h.is_control()) continue;
       absl::StatusOr<std::vector<net::Record>> decoded = net::decode_records((*next)->bytes, options.max_batch_bytes);
       if (!decoded.ok()) co_return give_up(decoded.status().ToString());
+      if (h.is_control()) {
+        absl::Status s = replay_control(coordinator, partition, h, *decoded);
+        if (!s.ok()) co_return give_up(s.ToString());
+        continue;
+      }
       for (const net::Record& r : *decoded) {
-        absl::Status s = coordinator.replay(partition, net::record_offset(h, r), r.key, r.value);
+        const int64_t at = net::record_offset(h, r);
+        absl::Status s = h.is_transactional()
+                             ? coordinator.replay_transactional(partition, at, h.producer_id, r.key, r.value)
+                             : coordinator.replay(partition, at, r.key, r.value);
         if (!s.ok()) co_return give_up(s.ToString());
         ++records;
       }

@@ -35,6 +35,21 @@ class Coordinator {
   // (the partition cannot be served: it is damaged).
   virtual absl::Status replay(int32_t partition, int64_t offset, const std::optional<io::Buffer>& key,
                               const std::optional<io::Buffer>& value) = 0;
+  // A record of a transactional batch of `producer_id`: it takes effect only
+  // if a commit marker of that producer follows (replay_marker).
+  virtual absl::Status replay_transactional(int32_t partition, int64_t offset, int64_t producer_id,
+                                            const std::optional<io::Buffer>& key,
+                                            const std::optional<io::Buffer>& value) {
+    (void)producer_id;
+    return replay(partition, offset, key, value);
+  }
+  // A commit (true) or abort marker of `producer_id` at `offset`.
+  virtual void replay_marker(int32_t partition, int64_t offset, int64_t producer_id, bool commit) {
+    (void)partition;
+    (void)offset;
+    (void)producer_id;
+    (void)commit;
+  }
   // The load of `partition` in `epoch` is complete (ignored if a newer
   // begin_load or an unload came meanwhile).
   virtual void finish_load(int32_t partition, int32_t epoch) = 0;
@@ -86,9 +101,11 @@ struct LoadOptions {
 // Replays `partition` (of `topic`, for the log lines) into the coordinator
 // and finishes its load in `epoch`; stops quietly when the load is
 // superseded (a newer epoch, an unload), and unloads the shard when the
-// partition cannot be decoded, or read (after the retries). Control
-// batches are skipped. A load never ends before the log end it started
-// with unless the log was truncated below it meanwhile.
+// partition cannot be decoded, or read (after the retries). Records of
+// transactional batches go to replay_transactional, and commit and abort
+// markers to replay_marker; other control batches (leader changes) are
+// skipped. A load never ends before the log end it started with unless the
+// log was truncated below it meanwhile.
 io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, const io::Clock& clock,
                               io::Logger& log, std::string topic, int32_t partition, int32_t epoch,
                               LoadOptions options = {});

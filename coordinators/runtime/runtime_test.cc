@@ -2,7 +2,8 @@
 //
 // The coordinator runtime in the simulator: key placement, the shard
 // table, batched writes (sharing, epochs, sizes, failures, cancellation)
-// and loads (replay, control batches, superseded and damaged loads).
+// and loads (replay, transactions and their markers, control batches,
+// superseded and damaged loads).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -270,6 +271,16 @@ class RecordingCoordinator final : public Coordinator {
         fmt::format("{}:{}={}", offset, k, value ? std::string(value->view().begin(), value->view().end()) : "null"));
     return absl::OkStatus();
   }
+  absl::Status replay_transactional(int32_t partition, int64_t offset, int64_t producer_id,
+                                    const std::optional<io::Buffer>& key,
+                                    const std::optional<io::Buffer>& value) override {
+    absl::Status s = replay(partition, offset, key, value);
+    if (s.ok()) replayed[partition].back() += fmt::format(" (txn {})", producer_id);
+    return s;
+  }
+  void replay_marker(int32_t partition, int64_t offset, int64_t producer_id, bool commit) override {
+    replayed[partition].push_back(fmt::format("{}:{} {}", offset, commit ? "commit" : "abort", producer_id));
+  }
   void finish_load(int32_t partition, int32_t epoch) override { shards.finish_load(partition, epoch); }
   void unload(int32_t partition) override {
     shards.unload(partition);
@@ -290,8 +301,39 @@ class MemoryReader final : public PartitionReader {
   explicit MemoryReader(io::Context& ctx) : ctx_(&ctx) {}
   void add(std::vector<std::pair<std::string, std::optional<std::string>>> records, bool control = false) {
     net::RecordBatchOptions o;
-    o.base_offset = end;
     o.control = control;
+    add_batch(std::move(records), o);
+  }
+  // A transactional batch of `producer_id`.
+  void add_transactional(std::vector<std::pair<std::string, std::optional<std::string>>> records,
+                         int64_t producer_id) {
+    net::RecordBatchOptions o;
+    o.producer_id = producer_id;
+    o.producer_epoch = 0;
+    o.transactional = true;
+    add_batch(std::move(records), o);
+  }
+  // A commit or abort marker of `producer_id`, or another control batch.
+  void add_marker(net::ControlRecordType type, int64_t producer_id) {
+    net::RecordBatchOptions o;
+    o.base_offset = end;
+    o.producer_id = producer_id;
+    o.producer_epoch = 0;
+    o.control = true;
+    o.transactional = type == net::ControlRecordType::kCommit || type == net::ControlRecordType::kAbort;
+    net::RecordBatchBuilder b(o);
+    net::NewRecord r;
+    r.key = net::encode_control_record_key(net::ControlRecordKey{net::kControlRecordKeyVersion, type});
+    r.value = net::encode_end_txn_marker(net::EndTxnMarker{});
+    b.append(std::move(r));
+    absl::StatusOr<io::Buffer> built = b.build();
+    ASSERT_TRUE(built.ok());
+    batches.emplace_back(end, *built);
+    end += 1;
+  }
+  void add_batch(std::vector<std::pair<std::string, std::optional<std::string>>> records,
+                 net::RecordBatchOptions o) {
+    o.base_offset = end;
     net::RecordBatchBuilder b(o);
     for (auto& [k, v] : records) {
       net::NewRecord r;
@@ -371,6 +413,34 @@ TEST(Loader, ReplaysEveryRecordInOrderSkippingControlBatches) {
   EXPECT_EQ(lost.loads, std::vector<int32_t>{5});
   EXPECT_EQ(lost.unloaded, std::vector<int32_t>{4});
   EXPECT_EQ(h.coordinator.shards.check(4), Error::kNotCoordinator);
+}
+
+TEST(Loader, DeliversTransactionalRecordsAndTheirMarkers) {
+  LoadHarness h;
+  h.reader->add({{"a", "1"}});
+  h.reader->add_transactional({{"t", "2"}, {"u", "3"}}, 7);
+  h.reader->add_marker(net::ControlRecordType::kCommit, 7);
+  h.reader->add_transactional({{"v", "4"}}, 8);
+  h.reader->add_marker(net::ControlRecordType::kAbort, 8);
+  // A leader change marker means nothing to a coordinator.
+  h.reader->add_marker(net::ControlRecordType::kLeaderChange, 9);
+  h.reader->add({{"b", "5"}});
+  sync_leadership(h.coordinator, {{1, 1}});
+  h.load(1, 1);
+  h.world.run_for(1s);
+  EXPECT_EQ(h.coordinator.shards.check(1), Error::kNone);
+  EXPECT_EQ(h.coordinator.replayed[1], (std::vector<std::string>{"0:a=1", "1:t=2 (txn 7)", "2:u=3 (txn 7)",
+                                                                 "3:commit 7", "4:v=4 (txn 8)", "5:abort 8",
+                                                                 "7:b=5"}));
+  // A control batch whose key cannot be read damages the partition.
+  LoadHarness h2;
+  h2.reader->add({{"a", "1"}});
+  h2.reader->add({{"x", "marker"}}, /*control=*/true);
+  sync_leadership(h2.coordinator, {{1, 1}});
+  h2.load(1, 1);
+  h2.world.run_for(1s);
+  EXPECT_EQ(h2.coordinator.shards.check(1), Error::kNotCoordinator);
+  EXPECT_EQ(h2.coordinator.unloads, 1);
 }
 
 TEST(Loader, ASupersededLoadStopsAndTheNewerOneServes) {

@@ -85,6 +85,7 @@
 #include "net/kafka/frame.h"
 #include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
 #include "storage/log.h"
@@ -280,6 +281,10 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // group::CoordinatorLog: appends to a __consumer_offsets partition led
   // here (batched with the writes queued meanwhile) and waits for the ISR.
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<group::CoordinatorRecord> records) override;
+  // group::CoordinatorLog: TxnOffsetCommit's records, alone in a
+  // transactional batch of the producer, and the wait for the ISR.
+  io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id, int16_t producer_epoch,
+                                        std::vector<group::CoordinatorRecord> records) override;
   // The partitions of a coordinator's internal topic as the runtime sees
   // them: appends as their leader, the wait for the high watermark, and
   // reads for the loads.
@@ -289,6 +294,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
     const std::string& topic() const { return topic_; }
     net::Error check_leader(int32_t partition, int32_t epoch) override;
     io::Task<Appended> append(int32_t partition, int32_t epoch, std::vector<runtime::Record> records) override;
+    // Appends `records` as one transactional batch of the producer (base
+    // sequence -1: coordinators use no sequences), which opens its
+    // transaction in the partition.
+    io::Task<Appended> append_transactional(int32_t partition, int32_t epoch, int64_t producer_id,
+                                            int16_t producer_epoch, std::vector<runtime::Record> records);
     io::Task<net::Error> wait_committed(int32_t partition, int32_t epoch, int64_t end_offset) override;
     std::optional<std::pair<int64_t, int64_t>> bounds(int32_t partition) override;
     io::Task<absl::StatusOr<Chunk>> read(int32_t partition, int64_t offset, size_t max_bytes) override;
@@ -296,6 +306,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
    private:
     // The partition when this broker leads it in `epoch`.
     std::shared_ptr<Partition> led(int32_t partition, int32_t epoch) const;
+    // Appends `records` as one batch built with `options`.
+    io::Task<Appended> append_batch(int32_t partition, int32_t epoch, net::RecordBatchOptions options,
+                                    std::vector<runtime::Record> records);
     Broker* broker_;
     std::string topic_;
   };

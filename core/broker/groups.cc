@@ -63,6 +63,21 @@ io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_
   co_return co_await offsets_writer_.write(partition, epoch, std::move(records));
 }
 
+io::Task<group::CoordinatorLog::Written> Broker::write_transactional(int32_t partition, int32_t epoch,
+                                                                      int64_t producer_id, int16_t producer_epoch,
+                                                                      std::vector<group::CoordinatorRecord> records) {
+  // Not through offsets_writer_: a transactional batch holds one producer's
+  // records only.
+  if (Error e = offsets_partitions_.check_leader(partition, epoch); e != Error::kNone) co_return Written{e, -1};
+  const int64_t count = static_cast<int64_t>(records.size());
+  const runtime::BatchAppender::Appended appended = co_await offsets_partitions_.append_transactional(
+      partition, epoch, producer_id, producer_epoch, std::move(records));
+  if (appended.error != Error::kNone) co_return Written{appended.error, -1};
+  const Error committed = co_await offsets_partitions_.wait_committed(partition, epoch, appended.first_offset + count);
+  if (committed != Error::kNone) co_return Written{committed, -1};
+  co_return Written{Error::kNone, appended.first_offset};
+}
+
 std::shared_ptr<Partition> Broker::CoordinatorPartitions::led(int32_t partition, int32_t epoch) const {
   std::shared_ptr<Partition> p = broker_->find(topic_, partition);
   if (p == nullptr || p->leader != broker_->config_.node_id || p->leader_epoch != epoch) return nullptr;
@@ -78,10 +93,26 @@ net::Error Broker::CoordinatorPartitions::check_leader(int32_t partition, int32_
 
 io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append(
     int32_t partition, int32_t epoch, std::vector<runtime::Record> records) {
+  co_return co_await append_batch(partition, epoch, net::RecordBatchOptions{}, std::move(records));
+}
+
+io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append_transactional(
+    int32_t partition, int32_t epoch, int64_t producer_id, int16_t producer_epoch,
+    std::vector<runtime::Record> records) {
+  net::RecordBatchOptions options;
+  options.producer_id = producer_id;
+  options.producer_epoch = producer_epoch;
+  options.base_sequence = net::kNoSequence;
+  options.transactional = true;
+  co_return co_await append_batch(partition, epoch, options, std::move(records));
+}
+
+io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append_batch(
+    int32_t partition, int32_t epoch, net::RecordBatchOptions options, std::vector<runtime::Record> records) {
   std::shared_ptr<Partition> p = led(partition, epoch);
   if (p == nullptr) co_return Appended{Error::kNotCoordinator, -1};
   const int64_t now_ms = io::to_ms(broker_->ctx_->clock().wall_now());
-  net::RecordBatchBuilder builder(net::RecordBatchOptions{});
+  net::RecordBatchBuilder builder(std::move(options));
   for (runtime::Record& r : records) {
     net::NewRecord nr;
     nr.timestamp_ms = now_ms;
@@ -312,6 +343,11 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
       std::string client_id = frame.header.client_id.value_or("");
       net::ConsumerGroupHeartbeatResponse out =
           co_await groups_.consumer_group_heartbeat(std::move(r), version, std::move(client_id), frame.client_host);
+      co_return net::encode_response(out, frame.header);
+    }
+    case net::TxnOffsetCommitRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::TxnOffsetCommitRequest r, net::decode_body<net::TxnOffsetCommitRequest>(frame));
+      net::TxnOffsetCommitResponse out = co_await groups_.txn_offset_commit(std::move(r), version);
       co_return net::encode_response(out, frame.header);
     }
     case net::ConsumerGroupDescribeRequest::kApiKey: {
