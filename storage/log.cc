@@ -358,7 +358,9 @@ std::optional<Rejection> validate_client_batch(const net::BatchView& batch, cons
   if (h.is_control() && origin == AppendOrigin::kClient) {
     return Rejection{net::Error::kInvalidRecord, "clients may not write control records"};
   }
-  if (h.producer_id >= 0 && h.base_sequence < 0 && !h.is_control()) {
+  // (Coordinators write producers' transactional offset commits without
+  // sequence numbers.)
+  if (origin == AppendOrigin::kClient && h.producer_id >= 0 && h.base_sequence < 0 && !h.is_control()) {
     return Rejection{net::Error::kInvalidRecord,
                      fmt::format("invalid sequence number {} for producer {}", h.base_sequence,
                                  h.producer_id)};

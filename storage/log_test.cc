@@ -209,11 +209,22 @@ TEST_F(LogTest, ValidationRejectsBadBatches) {
   EXPECT_EQ(r->error, net::Error::kInvalidRecord);
   EXPECT_EQ(log->log_end_offset(), 0);
 
+  // A producer's batch needs sequence numbers, unless a coordinator
+  // writes it (transactional offset commits).
+  const BatchSpec unsequenced{.producer_id = 6, .producer_epoch = 0, .transactional = true};
+  r = run(ex_, log->append_as_leader(make_batch(unsequenced), 0));
+  EXPECT_EQ(r->error, net::Error::kInvalidRecord);
+  EXPECT_EQ(log->log_end_offset(), 0);
+  r = run(ex_, log->append_as_leader(make_batch(unsequenced), 0, AppendOrigin::kCoordinator));
+  EXPECT_EQ(r->error, net::Error::kNone);
+  EXPECT_EQ(log->log_end_offset(), 1);
+  EXPECT_EQ(log->last_stable_offset(), 0) << "the coordinator's batch opened a transaction";
+
   config_.cleanup_compact = true;
   log->set_config(config_);
   r = run(ex_, log->append_as_leader(make_batch({.with_keys = false}), 0));
   EXPECT_EQ(r->error, net::Error::kInvalidRecord);
-  EXPECT_EQ(log->log_end_offset(), 0);
+  EXPECT_EQ(log->log_end_offset(), 1);
 }
 
 TEST_F(LogTest, LogAppendTimeStampsBatches) {

@@ -44,7 +44,13 @@
 //   group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms,
 //   group.consumer.max.size, group.consumer.assignors (uniform, range, or
 //   Kafka's class names for them), group.consumer.migration.policy
-//   (bidirectional, upgrade, downgrade, disabled)
+//   (bidirectional, upgrade, downgrade, disabled),
+//   transaction.state.log.num.partitions,
+//   transaction.state.log.replication.factor and transaction.state.log.min.isr
+//   (1 in a single-node cluster, else 3 and 2), transaction.max.timeout.ms,
+//   transactional.id.expiration.ms,
+//   transaction.abort.timed.out.transaction.cleanup.interval.ms,
+//   transaction.remove.expired.transaction.cleanup.interval.ms
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -361,6 +367,38 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     b.offsets_topic_replication_factor = static_cast<int16_t>(*offsets_rf);
   }
   RETURN_IF_ERROR(get_ms("offsets.commit.timeout.ms", 1, &b.offsets_commit_timeout));
+  // The transaction coordinator.
+  txn::TransactionCoordinatorConfig& t = b.txn;
+  t.offsets_topic_partitions = g.offsets_topic_partitions;
+  ASSIGN_OR_RETURN(std::optional<int64_t> txn_partitions, get_int("transaction.state.log.num.partitions"));
+  if (txn_partitions) {
+    if (*txn_partitions < 1 || *txn_partitions > 10000) {
+      return absl::InvalidArgumentError("transaction.state.log.num.partitions must be in 1..10000");
+    }
+    t.state_topic_partitions = static_cast<int32_t>(*txn_partitions);
+  }
+  if (c.broker && c.controller && c.voters.size() == 1) {
+    b.transaction_state_replication_factor = 1;
+    b.transaction_state_min_isr = 1;
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> txn_rf, get_int("transaction.state.log.replication.factor"));
+  if (txn_rf) {
+    if (*txn_rf < 1 || *txn_rf > INT16_MAX) {
+      return absl::InvalidArgumentError("transaction.state.log.replication.factor must be >= 1");
+    }
+    b.transaction_state_replication_factor = static_cast<int16_t>(*txn_rf);
+  }
+  ASSIGN_OR_RETURN(std::optional<int64_t> txn_min_isr, get_int("transaction.state.log.min.isr"));
+  if (txn_min_isr) {
+    if (*txn_min_isr < 1 || *txn_min_isr > INT16_MAX) {
+      return absl::InvalidArgumentError("transaction.state.log.min.isr must be >= 1");
+    }
+    b.transaction_state_min_isr = static_cast<int32_t>(*txn_min_isr);
+  }
+  RETURN_IF_ERROR(get_ms("transaction.max.timeout.ms", 1, &t.max_timeout));
+  RETURN_IF_ERROR(get_ms("transactional.id.expiration.ms", 1, &t.id_expiration));
+  RETURN_IF_ERROR(get_ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 1, &t.abort_check_interval));
+  RETURN_IF_ERROR(get_ms("transaction.remove.expired.transaction.cleanup.interval.ms", 1, &t.expire_check_interval));
   RETURN_IF_ERROR(get_ms("group.initial.rebalance.delay.ms", 0, &g.initial_rebalance_delay));
   RETURN_IF_ERROR(get_ms("group.min.session.timeout.ms", 0, &g.min_session_timeout));
   RETURN_IF_ERROR(get_ms("group.max.session.timeout.ms", 0, &g.max_session_timeout));
@@ -438,6 +476,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     statics["listeners"] = fmt::format("{}", fmt::join(named, ","));
   }
   statics["offsets.topic.replication.factor"] = std::to_string(b.offsets_topic_replication_factor);
+  statics["transaction.state.log.replication.factor"] = std::to_string(b.transaction_state_replication_factor);
+  statics["transaction.state.log.min.isr"] = std::to_string(b.transaction_state_min_isr);
   b.static_configs = statics;
   k.static_configs = std::move(statics);
   return c;

@@ -168,7 +168,13 @@ absl::Status TransactionCoordinator::replay(int32_t partition, int64_t offset, c
   }
   t.start_ms = v->transaction_start_timestamp_ms;
   t.update_ms = v->transaction_last_update_timestamp_ms;
+  t.deadline = ctx_->clock().now() + std::chrono::milliseconds(t.timeout_ms);
   t.pending = false;
+  // A load reads to the log end, past what the replicas have confirmed: a
+  // leader that restarted in its epoch may hold records that the next
+  // leader will not. Nothing loaded is acted on before a write of the
+  // transaction succeeds (which confirms everything before it).
+  t.unconfirmed = true;
   return absl::OkStatus();
 }
 
@@ -216,31 +222,64 @@ io::Task<Error> TransactionCoordinator::write(std::string transactional_id, std:
     records.push_back(runtime::Record{txn_key(transactional_id), std::nullopt});
   }
   t->pending = true;
+  // A write abandoned midway (its request's connection closed) must not
+  // leave the transaction pending for good; what it wrote is unknown.
+  struct Abandoned {
+    TransactionCoordinator* c;
+    const std::string* id;
+    bool finished = false;
+    ~Abandoned() {
+      if (finished) return;
+      if (Txn* txn = c->find(*id)) {
+        txn->pending = false;
+        txn->unconfirmed = true;
+      }
+    }
+  } abandoned{this, &transactional_id};
   const runtime::RecordLog::Written written = co_await host_->write(partition, *epoch, std::move(records));
+  abandoned.finished = true;
   // The shard may have moved meanwhile: its state went with it.
   if (!shards_.serving(partition, *epoch)) co_return Error::kNotCoordinator;
   t = find(transactional_id);
   if (t == nullptr) co_return Error::kNotCoordinator;
   t->pending = false;
+  // A write that failed after its append may still commit (a timeout, too
+  // few replicas after the append, an append cut short): while this broker
+  // leads the partition its log only grows, so the record will count.
+  // The state it wrote is taken, but marked unconfirmed: nothing is done on
+  // the strength of it (markers, answers from memory) before a later write
+  // of the transaction succeeds. Only an error that says nothing was
+  // appended leaves the state as it was.
+  const bool maybe_appended = written.error == Error::kRequestTimedOut ||
+                              written.error == Error::kNotEnoughReplicasAfterAppend ||
+                              written.error == Error::kNotCoordinator;
   if (written.error != Error::kNone) {
     ctx_->log().warn("transaction coordinator: writing the state of {} failed: {}", transactional_id,
                      net::error_name(code(written.error)));
-    co_return write_error(written.error);
+    if (!maybe_appended) co_return write_error(written.error);
   }
   if (!to.has_value()) {
     txns_.erase(transactional_id);
-    co_return Error::kNone;
+    co_return write_error(written.error);
   }
+  const bool was_prepared = is_prepared(t->state);
   t->producer_id = to->producer_id;
   t->producer_epoch = to->producer_epoch;
   t->last_producer_id = to->last_producer_id;
   t->last_producer_epoch = to->last_producer_epoch;
   t->timeout_ms = to->timeout_ms;
+  if (to->state == TxnState::kOngoing && t->state != TxnState::kOngoing) {
+    t->deadline = ctx_->clock().now() + std::chrono::milliseconds(to->timeout_ms);
+  }
   t->state = to->state;
   t->partitions = std::move(to->partitions);
   t->start_ms = to->start_ms;
   t->update_ms = to->update_ms;
-  co_return Error::kNone;
+  t->unconfirmed = written.error != Error::kNone;
+  // A decision that may be in the log is carried out (once confirmed); a
+  // rewrite of one already taken has its completion under way.
+  if (t->unconfirmed && is_prepared(t->state) && !was_prepared) schedule_complete(transactional_id);
+  co_return write_error(written.error);
 }
 
 void TransactionCoordinator::schedule_complete(const std::string& transactional_id) {
@@ -265,7 +304,7 @@ io::Task<Error> TransactionCoordinator::prepare_end(std::string transactional_id
 
 io::Task<void> TransactionCoordinator::complete(std::string transactional_id) {
   Txn* t = find(transactional_id);
-  if (t == nullptr || !is_prepared(t->state) || t->pending) co_return;
+  if (t == nullptr || !is_prepared(t->state)) co_return;
   const int32_t partition = t->partition;
   const std::optional<int32_t> epoch = shards_.epoch(partition);
   if (!epoch.has_value() || !shards_.serving(partition, *epoch)) co_return;
@@ -275,10 +314,21 @@ io::Task<void> TransactionCoordinator::complete(std::string transactional_id) {
   markers.transactional_id = transactional_id;
   markers.producer_id = t->producer_id;
   markers.producer_epoch = t->producer_epoch;
-  markers.commit = t->state == TxnState::kPrepareCommit;
+  markers.commit = t->state == TxnState::kPrepareCommit || config_.mutant_commit_aborts;
   markers.coordinator_epoch = shard_epoch;
   markers.partitions = t->partitions;
   const TxnState prepared = t->state;
+  // The decision must be in the log before any partition hears of it: a
+  // Prepare record whose write failed is written again first.
+  while (true) {
+    if (!still()) co_return;
+    t = find(transactional_id);
+    if (t == nullptr || t->state != prepared || t->producer_epoch != markers.producer_epoch) co_return;
+    if (!t->unconfirmed) break;
+    if (!t->pending && co_await write(transactional_id, current(*t)) == Error::kNone) break;
+    co_await ctx_->clock().sleep_for(config_.marker_retry_backoff);
+  }
+  markers.partitions = t->partitions;
   const Error marked = co_await host_->write_markers(markers, still);
   if (!still()) co_return;  // the next coordinator completes it
   if (marked != Error::kNone) {
@@ -413,7 +463,7 @@ io::Task<Error> TransactionCoordinator::add(std::string transactional_id, int64_
   if (t->producer_epoch != producer_epoch) co_return Error::kProducerFenced;
   if (t->pending || is_prepared(t->state)) co_return Error::kConcurrentTransactions;
   if (t->state == TxnState::kDead || t->state == TxnState::kPrepareEpochFence) co_return Error::kInvalidTxnState;
-  if (t->state == TxnState::kOngoing &&
+  if (t->state == TxnState::kOngoing && !t->unconfirmed &&
       std::includes(t->partitions.begin(), t->partitions.end(), partitions.begin(), partitions.end())) {
     co_return Error::kNone;
   }
@@ -597,11 +647,14 @@ io::Task<void> TransactionCoordinator::fence_and_abort(std::string transactional
   (void)co_await prepare_end(transactional_id, /*commit=*/false, fenced);
 }
 
+// A transaction times out by the calendar time it began at (as Kafka's
+// does), or at the latest a timeout after this coordinator saw it begin or
+// loaded it: the wall clocks of the brokers it moved between may disagree.
 void TransactionCoordinator::abort_timed_out() {
   const int64_t now = now_ms();
   for (const auto& [id, t] : txns_) {
     if (t->state != TxnState::kOngoing || t->pending || shards_.loading(t->partition)) continue;
-    if (t->start_ms + t->timeout_ms < now) scope_->spawn(fence_and_abort(id));
+    if (t->start_ms + t->timeout_ms < now || ctx_->clock().now() >= t->deadline) scope_->spawn(fence_and_abort(id));
   }
 }
 

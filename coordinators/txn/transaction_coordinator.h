@@ -87,6 +87,9 @@ struct TransactionCoordinatorConfig {
   io::Duration expire_check_interval{std::chrono::hours(1)};
   // How long marker writes back off after a partition did not take one.
   io::Duration marker_retry_backoff{std::chrono::milliseconds(100)};
+  // A mutant for the simulator's checkers: every transaction's markers
+  // commit, aborted ones too.
+  bool mutant_commit_aborts = false;
 };
 
 // Kafka's TransactionState, with its codes in __transaction_state.
@@ -193,8 +196,14 @@ class TransactionCoordinator final : public runtime::Coordinator {
     std::set<TopicPartition> partitions;
     int64_t start_ms = -1;
     int64_t update_ms = -1;
+    // Ongoing: when it times out by this broker's clock (see abort_timed_out).
+    io::Instant deadline{};
     // A write of this transaction's state is in flight.
     bool pending = false;
+    // The state was taken from a write that failed after its append, or
+    // from a load (which reads past the high watermark): it may not be in
+    // the log for good until a later write of the transaction succeeds.
+    bool unconfirmed = false;
   };
   // The state a write is to make current.
   struct Transition {

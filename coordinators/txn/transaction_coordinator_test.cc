@@ -25,11 +25,17 @@ class MemoryHost final : public TransactionHost {
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<runtime::Record> records) override {
     (void)epoch;
     co_await ctx_->clock().sleep_for(2ms);
+    std::vector<Entry>& log = partitions[partition];
+    if (time_out_writes > 0) {
+      // Appended, but the replicas did not confirm it in time.
+      --time_out_writes;
+      for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
+      co_return Written{Error::kRequestTimedOut, -1};
+    }
     if (fail_writes > 0) {
       --fail_writes;
       co_return Written{Error::kNotEnoughReplicas, -1};
     }
-    std::vector<Entry>& log = partitions[partition];
     const int64_t base = static_cast<int64_t>(log.size());
     for (auto& r : records) log.push_back(Entry{static_cast<int64_t>(log.size()), std::move(r)});
     co_return Written{Error::kNone, base};
@@ -53,6 +59,7 @@ class MemoryHost final : public TransactionHost {
 
   io::Context* ctx_;
   int fail_writes = 0;
+  int time_out_writes = 0;
   bool hold_markers = false;
   int64_t next_pid = 1000;
   std::vector<TxnMarkers> written_markers;
@@ -282,6 +289,26 @@ TEST(TransactionCoordinator, AbortsATransactionOpenPastItsTimeout) {
   EXPECT_EQ(fresh.producer_epoch, p.producer_epoch + 2);
 }
 
+TEST(TransactionCoordinator, AWallClockStepBackDoesNotKeepATransactionOpen) {
+  Harness h;
+  net::InitProducerIdResponse p = h.init("tx", 3000);
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {0}), (std::vector<int16_t>{0}));
+  // The calendar says the transaction began a minute from now (another
+  // broker's clock, or this one stepped back).
+  h.node->jump_wall_clock(-60s);
+  h.world.run_for(5s);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteAbort) << "aborted a timeout after it began, by the local clock";
+  // And one loaded from the log: a timeout after the load.
+  net::InitProducerIdResponse q = h.init("tx2", 3000);
+  EXPECT_EQ(h.add("tx2", q.producer_id, q.producer_epoch, "t", {1}), (std::vector<int16_t>{0}));
+  h.reload();
+  h.node->jump_wall_clock(-60s);
+  h.world.run_for(2s);
+  EXPECT_EQ(h.state("tx2"), TxnState::kOngoing);
+  h.world.run_for(3s);
+  EXPECT_EQ(h.state("tx2"), TxnState::kCompleteAbort);
+}
+
 TEST(TransactionCoordinator, BumpsTheNamedEpochAndAnswersARetriedBump) {
   Harness h;
   net::InitProducerIdResponse p = h.init("tx");
@@ -335,6 +362,36 @@ TEST(TransactionCoordinator, AFailedWriteChangesNothing) {
   EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), 0);
   h.world.run_for(1s);
   EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
+}
+
+TEST(TransactionCoordinator, AWriteThatMayHaveLandedIsTakenButConfirmedBeforeItCounts) {
+  Harness h;
+  net::InitProducerIdResponse p = h.init("tx");
+  const size_t before = h.host->partitions[h.coordinator->partition_for("tx")].size();
+  h.host->time_out_writes = 1;
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {0}),
+            (std::vector<int16_t>{code(Error::kCoordinatorNotAvailable)}));
+  EXPECT_EQ(h.state("tx"), TxnState::kOngoing) << "the record is in the log: the state follows it";
+  // The retry is written again (it is not answered from the unconfirmed state).
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {0}), (std::vector<int16_t>{0}));
+  EXPECT_EQ(h.host->partitions[h.coordinator->partition_for("tx")].size(), before + 2);
+
+  // A commit whose Prepare record timed out: the client is told to retry,
+  // but the decision may be in the log, so the coordinator carries it out,
+  // after writing it once more.
+  h.host->time_out_writes = 1;
+  h.host->fail_writes = 3;
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), code(Error::kCoordinatorNotAvailable));
+  EXPECT_EQ(h.state("tx"), TxnState::kPrepareCommit);
+  EXPECT_EQ(h.init("tx").error_code, code(Error::kConcurrentTransactions))
+      << "a new producer may not abort a transaction whose commit may be decided";
+  h.world.run_for(100ms);
+  EXPECT_TRUE(h.host->written_markers.empty()) << "no marker before the decision is confirmed";
+  h.world.run_for(2s);
+  ASSERT_EQ(h.host->written_markers.size(), 1u);
+  EXPECT_TRUE(h.host->written_markers[0].commit);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), 0) << "the retried commit is answered";
 }
 
 TEST(TransactionCoordinator, RequestsForPartitionsNotServedHereAreRefused) {

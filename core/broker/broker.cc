@@ -48,7 +48,11 @@ Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
       config_(std::move(config)),
       offsets_partitions_(*this, std::string(group::kOffsetsTopic)),
       offsets_writer_(offsets_partitions_),
-      groups_(ctx, *this, config_.group) {}
+      groups_(ctx, *this, config_.group),
+      txn_partitions_(*this, std::string(txn::kTransactionStateTopic)),
+      txn_writer_(txn_partitions_),
+      txn_host_(*this),
+      txns_(ctx, txn_host_, config_.txn) {}
 
 Broker::~Broker() = default;
 
@@ -228,6 +232,7 @@ io::Task<absl::Status> Broker::apply_image() {
   }
   ensure_fetchers();
   sync_coordinator();
+  sync_txn_coordinator();
   appended_.notify_all();
   co_return absl::OkStatus();
 }
@@ -328,6 +333,7 @@ io::Task<absl::Status> Broker::run() {
   tasks.spawn(isr_loop());
   tasks.spawn(log_loop());
   tasks.spawn(groups_.run());
+  tasks.spawn(txns_.run());
   co_await failed_.wait();
   co_return failure_;
 }

@@ -29,7 +29,7 @@
 // Client APIs (handle_request): ApiVersions, Metadata (with auto-creation),
 // Produce (acks 0, 1 and all; idempotent producers), Fetch (long polling,
 // read_committed, incremental fetch sessions), ListOffsets, OffsetsForLeaderEpoch,
-// InitProducerId (non-transactional), DeleteRecords, DescribeConfigs,
+// InitProducerId, DeleteRecords, DescribeConfigs,
 // DescribeCluster, DescribeLogDirs, and CreateTopics, DeleteTopics, CreatePartitions,
 // IncrementalAlterConfigs, AlterConfigs, CreateAcls, DeleteAcls,
 // AlterClientQuotas forwarded to the controller.
@@ -41,6 +41,14 @@
 // image is applied, the coordinator loads the partitions this broker now
 // leads (replaying their records) and unloads the others; its records are
 // appended as this partition's leader and count once the ISR has them.
+//
+// Transactions (transactions.cc): the broker hosts a
+// txn::TransactionCoordinator over `__transaction_state` the same way
+// (FindCoordinator with key type 1 creates it), serves the transactional
+// APIs, and writes the coordinator's commit and abort markers: to its own
+// partitions directly, to other leaders by WriteTxnMarkers. A marker counts
+// once the partition's ISR has it; a marker on __consumer_offsets also
+// settles the transaction's offset commits in the group coordinator.
 //
 // Replication (replication.cc, Kafka's ReplicaManager and Partition). A
 // follower replica is fetched by one fetcher task per leader broker: Fetch
@@ -74,6 +82,7 @@
 #include "coordinators/group/group_coordinator.h"
 #include "coordinators/runtime/batched_writer.h"
 #include "coordinators/runtime/loader.h"
+#include "coordinators/txn/transaction_coordinator.h"
 #include "core/broker/fetch_session.h"
 #include "core/metadata/image.h"
 #include "io/buffer.h"
@@ -134,6 +143,11 @@ struct BrokerConfig {
   group::GroupCoordinatorConfig group;
   int16_t offsets_topic_replication_factor = 3;
   io::Duration offsets_commit_timeout{std::chrono::milliseconds(5000)};
+  // The transaction coordinator (transaction.*, transactional.id.*), and
+  // __transaction_state's replication factor and min.insync.replicas.
+  txn::TransactionCoordinatorConfig txn;
+  int16_t transaction_state_replication_factor = 3;
+  int32_t transaction_state_min_isr = 2;
   // The node's server.properties as DescribeConfigs shows them
   // (STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_configs;
@@ -322,6 +336,35 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // Creates __consumer_offsets when missing and waits (briefly) for its
   // leaders; false when it is not there (yet).
   io::Task<bool> ensure_offsets_topic();
+  // The same for any internal topic of a coordinator.
+  io::Task<bool> ensure_internal_topic(std::string name, int32_t partitions, int16_t replication_factor,
+                                       std::vector<std::pair<std::string, std::string>> configs);
+
+  // --- the transaction coordinator (transactions.cc) ---
+  // What the transaction coordinator uses of this broker: its
+  // __transaction_state partitions, producer ids, and the partition leaders
+  // it writes markers to.
+  class TxnHost final : public txn::TransactionHost {
+   public:
+    explicit TxnHost(Broker& broker) : broker_(&broker) {}
+    io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<runtime::Record> records) override;
+    io::Task<absl::StatusOr<int64_t>> allocate_producer_id() override;
+    io::Task<net::Error> write_markers(const txn::TxnMarkers& markers, std::function<bool()> still_coordinator) override;
+    bool partition_exists(const std::string& topic, int32_t partition) const override;
+
+   private:
+    Broker* broker_;
+  };
+  // After the image is applied: loads and unloads __transaction_state partitions.
+  void sync_txn_coordinator();
+  io::Task<bool> ensure_txn_topic();
+  // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+  // ListTransactions, WriteTxnMarkers.
+  io::Task<absl::StatusOr<io::BufferChain>> on_txn_request(const net::RequestFrame& frame);
+  // Appends a commit or abort marker to a partition led here and waits
+  // until the ISR has it (WriteTxnMarkers for one partition).
+  io::Task<net::Error> append_marker(std::string topic, int32_t index, int64_t producer_id, int16_t producer_epoch,
+                                     bool commit, int32_t coordinator_epoch);
 
   // --- lifecycle and the controller (broker.cc) ---
   io::Task<void> lifecycle_loop();
@@ -400,6 +443,14 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::TaskScope* background_ = nullptr;
 
   group::GroupCoordinator groups_;
+
+  // __transaction_state, the transaction coordinator's writes to it, and
+  // connections to the partition leaders it sends markers to.
+  CoordinatorPartitions txn_partitions_;
+  runtime::BatchedWriter txn_writer_;
+  TxnHost txn_host_;
+  txn::TransactionCoordinator txns_;
+  std::map<int32_t, std::unique_ptr<net::Peer>> marker_peers_;
 };
 
 // --- implementation -------------------------------------------------------

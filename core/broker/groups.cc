@@ -28,6 +28,11 @@ const std::string& offsets_topic() {
   return name;
 }
 
+const std::string& txn_topic() {
+  static const std::string name(txn::kTransactionStateTopic);
+  return name;
+}
+
 }  // namespace
 
 // --- the coordinator's partitions -------------------------------------------------
@@ -189,8 +194,18 @@ void Broker::sync_coordinator() {
 }
 
 io::Task<bool> Broker::ensure_offsets_topic() {
+  std::vector<std::pair<std::string, std::string>> configs;
+  configs.emplace_back("cleanup.policy", "compact");
+  configs.emplace_back("compression.type", "producer");
+  configs.emplace_back("segment.bytes", "104857600");
+  co_return co_await ensure_internal_topic(offsets_topic(), config_.group.offsets_topic_partitions,
+                                           config_.offsets_topic_replication_factor, std::move(configs));
+}
+
+io::Task<bool> Broker::ensure_internal_topic(std::string name, int32_t partitions, int16_t replication_factor,
+                                             std::vector<std::pair<std::string, std::string>> configs) {
   auto ready = [&] {
-    const metadata::TopicImage* t = image_.topics().topic(offsets_topic());
+    const metadata::TopicImage* t = image_.topics().topic(name);
     if (t == nullptr) return false;
     for (const auto& [index, reg] : t->partitions) {
       if (reg.leader < 0) return false;
@@ -198,18 +213,16 @@ io::Task<bool> Broker::ensure_offsets_topic() {
     return true;
   };
   if (ready()) co_return true;
-  if (image_.topics().topic(offsets_topic()) == nullptr) {
+  if (image_.topics().topic(name) == nullptr) {
     net::CreateTopicsRequest create;
     create.timeout_ms = 30000;
     net::CreateTopicsRequest::CreatableTopic t;
-    t.name = offsets_topic();
-    t.num_partitions = config_.group.offsets_topic_partitions;
-    t.replication_factor = config_.offsets_topic_replication_factor;
-    for (const auto& [name, value] : {std::pair<const char*, const char*>{"cleanup.policy", "compact"},
-                                      {"compression.type", "producer"},
-                                      {"segment.bytes", "104857600"}}) {
+    t.name = name;
+    t.num_partitions = partitions;
+    t.replication_factor = replication_factor;
+    for (auto& [key, value] : configs) {
       auto& c = t.configs.emplace_back();
-      c.name = name;
+      c.name = key;
       c.value = value;
     }
     create.topics.push_back(std::move(t));
@@ -217,18 +230,18 @@ io::Task<bool> Broker::ensure_offsets_topic() {
     absl::StatusOr<net::CreateTopicsResponse> created =
         co_await call_controller<net::CreateTopicsResponse>(create, 7, deadline);
     if (!created.ok()) {
-      ctx_->log().warn("group coordinator: creating {} failed: {}", offsets_topic(), created.status().ToString());
+      ctx_->log().warn("broker: creating {} failed: {}", name, created.status().ToString());
       co_return false;
     }
     for (const auto& r : created->topics) {
       if (r.error_code != 0 && r.error_code != net::code(Error::kTopicAlreadyExists)) {
-        ctx_->log().warn("group coordinator: creating {} failed: {} {}", offsets_topic(),
-                         net::error_name(r.error_code), r.error_message.value_or(""));
+        ctx_->log().warn("broker: creating {} failed: {} {}", name, net::error_name(r.error_code),
+                         r.error_message.value_or(""));
         co_return false;
       }
     }
   }
-  co_return co_await wait_for_topic(offsets_topic(), true, 5s) && ready();
+  co_return co_await wait_for_topic(name, true, 5s) && ready();
 }
 
 // --- FindCoordinator ----------------------------------------------------------------------
@@ -239,8 +252,11 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_find_coordinator(const net:
   std::vector<std::string> keys = version >= 4 ? request.coordinator_keys : std::vector<std::string>{request.key};
   const int8_t key_type = version >= 1 ? request.key_type : kKeyTypeGroup;
   net::FindCoordinatorResponse response;
+  const bool transactions = key_type == kKeyTypeTransaction;
+  const std::string& topic_name = transactions ? txn_topic() : offsets_topic();
   bool topic_ready = false;
   if (key_type == kKeyTypeGroup) topic_ready = co_await ensure_offsets_topic();
+  if (transactions) topic_ready = co_await ensure_txn_topic();
   for (const std::string& key : keys) {
     net::FindCoordinatorResponse::Coordinator c;
     c.key = key;
@@ -250,20 +266,20 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_find_coordinator(const net:
       c.error_code = net::code(e);
       c.error_message = std::move(message);
     };
-    if (key_type == kKeyTypeTransaction) {
-      fail(Error::kCoordinatorNotAvailable, "transactions are not supported by this broker");
-    } else if (key_type != kKeyTypeGroup) {
+    if (key_type != kKeyTypeGroup && !transactions) {
       fail(Error::kInvalidRequest, fmt::format("unknown key type {}", key_type));
+    } else if (transactions && key.empty()) {
+      fail(Error::kInvalidRequest, "an empty transactional id");
     } else if (!topic_ready) {
-      fail(Error::kCoordinatorNotAvailable, fmt::format("{} is not available", offsets_topic()));
+      fail(Error::kCoordinatorNotAvailable, fmt::format("{} is not available", topic_name));
     } else {
-      const metadata::TopicImage* t = image_.topics().topic(offsets_topic());
-      const metadata::PartitionRegistration* reg =
-          t == nullptr ? nullptr : t->partition(groups_.partition_for(key));
+      const metadata::TopicImage* t = image_.topics().topic(topic_name);
+      const int32_t partition = transactions ? txns_.partition_for(key) : groups_.partition_for(key);
+      const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(partition);
       std::optional<io::Address> address =
           reg == nullptr || reg->leader < 0 ? std::nullopt : broker_address(reg->leader);
       if (!address.has_value()) {
-        fail(Error::kCoordinatorNotAvailable, "the group's partition has no leader");
+        fail(Error::kCoordinatorNotAvailable, fmt::format("{}-{} has no leader", topic_name, partition));
       } else {
         c.node_id = reg->leader;
         c.host = address->host;

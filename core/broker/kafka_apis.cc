@@ -56,6 +56,8 @@
 #include "net/kafka/messages/offset_for_leader_epoch_response.h"
 #include "net/kafka/messages/produce_request.h"
 #include "net/kafka/messages/produce_response.h"
+#include "net/kafka/messages/txn_offset_commit_request.h"
+#include "net/kafka/messages/write_txn_markers_request.h"
 #include "storage/checkpoint.h"
 
 namespace brook::broker {
@@ -108,6 +110,13 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::DeleteGroupsRequest::kApiKey, 0, 2},
     {net::ConsumerGroupHeartbeatRequest::kApiKey, 0, 1},
     {net::ConsumerGroupDescribeRequest::kApiKey, 0, 0},
+    {net::AddPartitionsToTxnRequest::kApiKey, 0, 3},
+    {net::AddOffsetsToTxnRequest::kApiKey, 0, 3},
+    {net::EndTxnRequest::kApiKey, 0, 3},
+    {net::WriteTxnMarkersRequest::kApiKey, 0, 1},
+    {net::TxnOffsetCommitRequest::kApiKey, 0, 3},
+    {net::DescribeTransactionsRequest::kApiKey, 0, 0},
+    {net::ListTransactionsRequest::kApiKey, 0, 1},
 };
 
 constexpr int64_t kListOffsetsLatest = -1;
@@ -203,7 +212,15 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
     case net::DeleteGroupsRequest::kApiKey:
     case net::ConsumerGroupHeartbeatRequest::kApiKey:
     case net::ConsumerGroupDescribeRequest::kApiKey:
+    case net::TxnOffsetCommitRequest::kApiKey:
       co_return co_await on_group_request(frame);
+    case net::AddPartitionsToTxnRequest::kApiKey:
+    case net::AddOffsetsToTxnRequest::kApiKey:
+    case net::EndTxnRequest::kApiKey:
+    case net::WriteTxnMarkersRequest::kApiKey:
+    case net::DescribeTransactionsRequest::kApiKey:
+    case net::ListTransactionsRequest::kApiKey:
+      co_return co_await on_txn_request(frame);
     case net::DeleteTopicsRequest::kApiKey:
       co_return co_await forward<net::DeleteTopicsRequest, net::DeleteTopicsResponse>(frame);
     case net::CreatePartitionsRequest::kApiKey:
@@ -759,9 +776,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_init_producer_id(const net:
   CO_ASSIGN_OR_RETURN(net::InitProducerIdRequest request, net::decode_body<net::InitProducerIdRequest>(frame));
   net::InitProducerIdResponse response;
   if (request.transactional_id.has_value()) {
-    // Transactions need the transaction coordinator, which this broker
-    // does not run yet.
-    response.error_code = net::code(net::Error::kCoordinatorNotAvailable);
+    response = co_await txns_.init_producer_id(std::move(request), frame.header.request_api_version);
     co_return net::encode_response(response, frame.header);
   }
   absl::StatusOr<int64_t> id = co_await next_producer_id(ctx_->clock().now() + 10s);

@@ -503,6 +503,10 @@ constexpr ConfigDef kBrokerConfigs[] = {
            "Longest transaction timeout a producer may ask for."),
     broker("transactional.id.expiration.ms", T::kInt, "604800000", at_least(1), U::kReadOnly,
            "Idle time after which a transactional id expires."),
+    broker("transaction.abort.timed.out.transaction.cleanup.interval.ms", T::kInt, "10000", at_least(1),
+           U::kReadOnly, "How often transactions past their timeout are looked for and aborted."),
+    broker("transaction.remove.expired.transaction.cleanup.interval.ms", T::kInt, "3600000", at_least(1),
+           U::kReadOnly, "How often expired transactional ids are looked for and removed."),
 };
 
 // Broker configs that name one setting in several units (Kafka's

@@ -273,6 +273,125 @@ class WireReader:
         return v
 
 
+def txn_checks(bootstrap, topic, prefix):
+    """Transactions with librdkafka (confluent-kafka): committed and
+    aborted transactions as read_committed and read_uncommitted consumers
+    see them, offsets committed in a transaction (consume-transform-produce),
+    and a new producer of the same transactional id fencing the old one and
+    aborting its open transaction."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    def producer(tid, **extra):
+        conf = {"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5}
+        conf.update(extra)
+        p = Producer(conf)
+        p.init_transactions(30)
+        return p
+
+    def read(isolation, want, group=None, timeout=30):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group or f"{prefix}-reader-{uuid.uuid4()}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "isolation.level": isolation, "enable.partition.eof": True})
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        c.assign([TopicPartition(topic, i, 0) for i in parts])
+        seen = []
+        eof = set()
+        deadline = time.time() + timeout
+        while time.time() < deadline and (len(seen) < want or len(eof) < len(parts)):
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191:  # _PARTITION_EOF
+                    eof.add(m.partition())
+                continue
+            eof.discard(m.partition())
+            seen.append(m.value().decode())
+        c.close()
+        return seen
+
+    p = producer(f"{prefix}-tx")
+    p.begin_transaction()
+    for i in range(100):
+        p.produce(topic, key=str(i).encode(), value=f"{prefix}-c1-{i}".encode())
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for i in range(50):
+        p.produce(topic, key=str(i).encode(), value=f"{prefix}-a-{i}".encode())
+    p.flush(30)
+    p.abort_transaction(30)
+    p.begin_transaction()
+    for i in range(30):
+        p.produce(topic, key=str(i).encode(), value=f"{prefix}-c2-{i}".encode())
+    p.commit_transaction(30)
+    committed = read("read_committed", 130)
+    mine = [v for v in committed if v.startswith(prefix + "-")]
+    check(f"{prefix}: read_committed sees the committed transactions only",
+          sorted(mine) == sorted([f"{prefix}-c1-{i}" for i in range(100)] + [f"{prefix}-c2-{i}" for i in range(30)]),
+          f"{len(mine)} {[v for v in mine if '-a-' in v][:3]}")
+    everything = [v for v in read("read_uncommitted", 180) if v.startswith(prefix + "-")]
+    check(f"{prefix}: read_uncommitted sees the aborted records too", len(everything) == 180, str(len(everything)))
+
+    # Consume-transform-produce: the input offsets commit with the output.
+    group = f"{prefix}-ctp"
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.time() + 30
+    while len(got) < 10 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m)
+    check(f"{prefix}: consumed input for a transaction", len(got) == 10, str(len(got)))
+    p.begin_transaction()
+    for m in got:
+        p.produce(topic, value=(f"{prefix}-out-" + m.value().decode()).encode())
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, got[-1].offset() + 1)],
+                                  c.consumer_group_metadata(), 30)
+    p.abort_transaction(30)
+    after_abort = c.committed([TopicPartition(topic, 0)], 10)[0].offset
+    check(f"{prefix}: offsets of an aborted transaction are not committed", after_abort < 0, str(after_abort))
+    p.begin_transaction()
+    for m in got:
+        p.produce(topic, value=(f"{prefix}-out-" + m.value().decode()).encode())
+    p.send_offsets_to_transaction([TopicPartition(topic, 0, got[-1].offset() + 1)],
+                                  c.consumer_group_metadata(), 30)
+    p.commit_transaction(30)
+    deadline = time.time() + 20
+    committed_offset = -1
+    while time.time() < deadline:
+        committed_offset = c.committed([TopicPartition(topic, 0)], 10)[0].offset
+        if committed_offset == got[-1].offset() + 1:
+            break
+        time.sleep(0.2)
+    check(f"{prefix}: offsets commit with their transaction", committed_offset == got[-1].offset() + 1,
+          f"{committed_offset} want {got[-1].offset() + 1}")
+    c.close()
+
+    # A second producer of the same id fences the first, whose open
+    # transaction is aborted.
+    p.begin_transaction()
+    for i in range(20):
+        p.produce(topic, value=f"{prefix}-zombie-{i}".encode())
+    p.flush(30)
+    p2 = producer(f"{prefix}-tx")
+    fenced = False
+    try:
+        p.commit_transaction(30)
+    except KafkaException as e:
+        fenced = e.args[0].fatal() or "fenced" in str(e).lower()
+    check(f"{prefix}: the older producer is fenced", fenced)
+    p2.begin_transaction()
+    p2.produce(topic, value=f"{prefix}-successor".encode())
+    p2.commit_transaction(30)
+    final = [v for v in read("read_committed", 151) if v.startswith(prefix + "-")]
+    check(f"{prefix}: the fenced producer's records are aborted",
+          not any("zombie" in v for v in final) and f"{prefix}-successor" in final
+          and sum(1 for v in final if "-out-" in v) == 10,
+          f"{len(final)} {[v for v in final if 'zombie' in v][:2]}")
+
+
 def raw_call(server, key, version, body):
     """One non-flexible request (header v1) by hand; the response body after
     the correlation id."""
@@ -595,7 +714,8 @@ def connection_checks(server):
 def cluster_checks(work):
     """Three controller processes and three broker processes: a topic of
     three replicas (min.insync.replicas=2) spreads its leaders over the
-    brokers and fills its ISRs; an idempotent acks=all producer keeps
+    brokers and fills its ISRs; transactions commit and abort across them;
+    an idempotent acks=all producer keeps
     writing while a partition leader is killed (SIGKILL); every acknowledged
     message is then read back exactly once, and the killed broker, restarted,
     catches up and rejoins the ISR."""
@@ -662,6 +782,12 @@ def cluster_checks(work):
         wait_full_isr("cluster: every partition has three replicas in its ISR")
         leaders = {p.leader for p in partitions().values()}
         check("cluster: leaders spread over the brokers", len(leaders) >= 2, str(leaders))
+        # Transactions whose partitions, group coordinator and transaction
+        # coordinator are spread over the brokers (markers by WriteTxnMarkers).
+        for f in admin.create_topics([NewTopic("txn-replicated", num_partitions=3, replication_factor=3,
+                                               config={"min.insync.replicas": "2"})]).values():
+            f.result(30)
+        txn_checks(bootstrap, "txn-replicated", "cluster")
 
         p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                       "linger.ms": 2, "message.timeout.ms": 60000})
@@ -855,6 +981,7 @@ def main():
         kcat_checks(server)
         confluent_checks(server)
         kafka_python_checks(server)
+        txn_checks(server.bootstrap, "cf-topic", "single")
         brook_tools_checks(server)
         restart_checks(server)
         connection_checks(server)

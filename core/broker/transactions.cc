@@ -1,0 +1,263 @@
+// core/broker/transactions.cc: the broker's side of the transaction
+// coordinator: the __transaction_state partitions it leads, the
+// transactional APIs, and commit and abort markers (WriteTxnMarkers).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/broker/broker.h"
+#include "io/status.h"
+#include "io/when.h"
+#include "net/kafka/messages/add_offsets_to_txn_request.h"
+#include "net/kafka/messages/add_offsets_to_txn_response.h"
+#include "net/kafka/messages/add_partitions_to_txn_request.h"
+#include "net/kafka/messages/add_partitions_to_txn_response.h"
+#include "net/kafka/messages/describe_transactions_request.h"
+#include "net/kafka/messages/describe_transactions_response.h"
+#include "net/kafka/messages/end_txn_request.h"
+#include "net/kafka/messages/end_txn_response.h"
+#include "net/kafka/messages/list_transactions_request.h"
+#include "net/kafka/messages/list_transactions_response.h"
+#include "net/kafka/messages/write_txn_markers_request.h"
+#include "net/kafka/messages/write_txn_markers_response.h"
+#include "net/kafka/record_batch.h"
+
+namespace brook::broker {
+
+namespace {
+
+using namespace std::chrono_literals;
+using net::Error;
+
+const std::string& txn_topic() {
+  static const std::string name(txn::kTransactionStateTopic);
+  return name;
+}
+
+// How long one WriteTxnMarkers to another broker may take.
+constexpr io::Duration kMarkerRequestTimeout = 30s;
+
+}  // namespace
+
+// --- the coordinator's host -------------------------------------------------------
+
+io::Task<runtime::RecordLog::Written> Broker::TxnHost::write(int32_t partition, int32_t epoch,
+                                                             std::vector<runtime::Record> records) {
+  co_return co_await broker_->txn_writer_.write(partition, epoch, std::move(records));
+}
+
+io::Task<absl::StatusOr<int64_t>> Broker::TxnHost::allocate_producer_id() {
+  co_return co_await broker_->next_producer_id(broker_->ctx_->clock().now() + 10s);
+}
+
+bool Broker::TxnHost::partition_exists(const std::string& topic, int32_t partition) const {
+  return broker_->partition_exists(topic, partition);
+}
+
+io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, std::function<bool()> still_coordinator) {
+  Broker& b = *broker_;
+  std::set<txn::TopicPartition> left = markers.partitions;
+  while (!left.empty()) {
+    if (!still_coordinator()) co_return Error::kNotCoordinator;
+    // The partitions by their leader now; a partition whose topic is gone
+    // needs no marker.
+    std::map<int32_t, std::vector<txn::TopicPartition>> by_leader;
+    for (auto it = left.begin(); it != left.end();) {
+      const metadata::TopicImage* t = b.image_.topics().topic(it->first);
+      const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(it->second);
+      if (reg == nullptr) {
+        it = left.erase(it);
+        continue;
+      }
+      if (reg->leader >= 0) by_leader[reg->leader].push_back(*it);
+      ++it;
+    }
+    for (const auto& [leader, partitions] : by_leader) {
+      std::vector<std::pair<txn::TopicPartition, Error>> results;
+      if (leader == b.config_.node_id) {
+        for (const txn::TopicPartition& tp : partitions) {
+          const Error e = co_await b.append_marker(tp.first, tp.second, markers.producer_id, markers.producer_epoch,
+                                                   markers.commit, markers.coordinator_epoch);
+          results.emplace_back(tp, e);
+        }
+      } else {
+        std::optional<io::Address> address = b.broker_address(leader);
+        if (!address.has_value()) continue;
+        auto peer = b.marker_peers_.find(leader);
+        if (peer == b.marker_peers_.end() || !(peer->second->address() == *address)) {
+          peer = b.marker_peers_
+                     .insert_or_assign(leader, std::make_unique<net::Peer>(b.ctx_->network(), b.ctx_->clock(), *address,
+                                                                           fmt::format("txn-markers-{}", b.config_.node_id)))
+                     .first;
+        }
+        net::WriteTxnMarkersRequest request;
+        auto& m = request.markers.emplace_back();
+        m.producer_id = markers.producer_id;
+        m.producer_epoch = markers.producer_epoch;
+        m.transaction_result = markers.commit;
+        m.coordinator_epoch = markers.coordinator_epoch;
+        for (const txn::TopicPartition& tp : partitions) {
+          if (m.topics.empty() || m.topics.back().name != tp.first) m.topics.emplace_back().name = tp.first;
+          m.topics.back().partition_indexes.push_back(tp.second);
+        }
+        absl::StatusOr<net::WriteTxnMarkersResponse> response =
+            co_await peer->second->call<net::WriteTxnMarkersResponse>(request, 1, kMarkerRequestTimeout);
+        if (!response.ok()) {
+          b.ctx_->log().debug("transaction coordinator: markers to {}: {}", leader, response.status().ToString());
+          continue;
+        }
+        for (const auto& mr : response->markers) {
+          for (const auto& tr : mr.topics) {
+            for (const auto& pr : tr.partitions) {
+              results.emplace_back(txn::TopicPartition{tr.name, pr.partition_index}, static_cast<Error>(pr.error_code));
+            }
+          }
+        }
+      }
+      for (const auto& [tp, e] : results) {
+        switch (e) {
+          case Error::kNone:
+            left.erase(tp);
+            break;
+          // A newer coordinator or producer epoch already wrote there: this
+          // transaction is no longer ours to mark (as Kafka's
+          // TransactionMarkerRequestCompletionHandler).
+          case Error::kTransactionCoordinatorFenced:
+          case Error::kInvalidProducerEpoch:
+            co_return e;
+          default:
+            b.ctx_->log().debug("transaction coordinator: marker for {}-{}: {}", tp.first, tp.second,
+                                net::error_name(net::code(e)));
+            break;
+        }
+      }
+    }
+    if (!left.empty()) co_await b.ctx_->clock().sleep_for(b.config_.txn.marker_retry_backoff);
+  }
+  co_return Error::kNone;
+}
+
+io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t producer_id, int16_t producer_epoch,
+                                      bool commit, int32_t coordinator_epoch) {
+  std::shared_ptr<Partition> p = find(topic, index);
+  if (p == nullptr) {
+    co_return partition_exists(topic, index) ? Error::kNotLeaderOrFollower : Error::kUnknownTopicOrPartition;
+  }
+  if (!p->is_leader(config_.node_id)) co_return Error::kNotLeaderOrFollower;
+  // Markers are written with acks=all.
+  if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Error::kNotEnoughReplicas;
+  net::TxnMarkerBatch marker;
+  marker.type = commit ? net::ControlRecordType::kCommit : net::ControlRecordType::kAbort;
+  marker.producer_id = producer_id;
+  marker.producer_epoch = producer_epoch;
+  marker.coordinator_epoch = coordinator_epoch;
+  marker.timestamp_ms = io::to_ms(ctx_->clock().wall_now());
+  const int32_t leader_epoch = p->leader_epoch;
+  absl::StatusOr<storage::AppendResult> appended = co_await p->log->append_as_leader(
+      net::build_txn_marker_batch(marker), leader_epoch, storage::AppendOrigin::kCoordinator);
+  if (!appended.ok()) {
+    log_failed(appended.status());
+    co_return Error::kKafkaStorageError;
+  }
+  if (!appended->ok()) co_return appended->error;
+  maybe_advance_high_watermark(*p);
+  appended_.notify_all();
+  const int64_t end = appended->last_offset + 1;
+  const io::Instant deadline = ctx_->clock().now() + kMarkerRequestTimeout;
+  while (p->log->high_watermark() < end) {
+    if (find(topic, index) != p || p->leader_epoch != leader_epoch) co_return Error::kNotLeaderOrFollower;
+    if (ctx_->clock().now() >= deadline) co_return Error::kRequestTimedOut;
+    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+  }
+  if (topic == group::kOffsetsTopic) groups_.complete_transaction(index, producer_id, commit);
+  co_return Error::kNone;
+}
+
+// --- loading ----------------------------------------------------------------------
+
+void Broker::sync_txn_coordinator() {
+  std::map<int32_t, int32_t> led;
+  for (const auto& [key, p] : partitions_) {
+    if (key.first == txn_topic() && p->is_leader(config_.node_id)) led[key.second] = p->leader_epoch;
+  }
+  const runtime::LeadershipChange change = runtime::sync_leadership(txns_, led);
+  if (background_ != nullptr) {
+    for (int32_t partition : change.loads) {
+      background_->spawn(runtime::load_partition(txns_, txn_partitions_, ctx_->clock(), ctx_->log(), txn_topic(),
+                                                 partition, led.at(partition)));
+    }
+  }
+  if (!change.unloaded.empty()) {
+    ctx_->log().info("transaction coordinator: unloaded {} partitions of {} ({})", change.unloaded.size(), txn_topic(),
+                     fmt::join(change.unloaded, ","));
+  }
+}
+
+io::Task<bool> Broker::ensure_txn_topic() {
+  std::vector<std::pair<std::string, std::string>> configs;
+  configs.emplace_back("cleanup.policy", "compact");
+  configs.emplace_back("compression.type", "uncompressed");
+  configs.emplace_back("segment.bytes", "104857600");
+  configs.emplace_back("min.insync.replicas", std::to_string(config_.transaction_state_min_isr));
+  configs.emplace_back("unclean.leader.election.enable", "false");
+  co_return co_await ensure_internal_topic(txn_topic(), config_.txn.state_topic_partitions,
+                                           config_.transaction_state_replication_factor, std::move(configs));
+}
+
+// --- the APIs ---------------------------------------------------------------------
+
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_txn_request(const net::RequestFrame& frame) {
+  const int16_t version = frame.header.request_api_version;
+  switch (frame.header.request_api_key) {
+    case net::AddPartitionsToTxnRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::AddPartitionsToTxnRequest request,
+                          net::decode_body<net::AddPartitionsToTxnRequest>(frame));
+      net::AddPartitionsToTxnResponse response = co_await txns_.add_partitions(std::move(request), version);
+      co_return net::encode_response(response, frame.header);
+    }
+    case net::AddOffsetsToTxnRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::AddOffsetsToTxnRequest request, net::decode_body<net::AddOffsetsToTxnRequest>(frame));
+      net::AddOffsetsToTxnResponse response = co_await txns_.add_offsets(std::move(request), version);
+      co_return net::encode_response(response, frame.header);
+    }
+    case net::EndTxnRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::EndTxnRequest request, net::decode_body<net::EndTxnRequest>(frame));
+      net::EndTxnResponse response = co_await txns_.end_txn(std::move(request), version);
+      co_return net::encode_response(response, frame.header);
+    }
+    case net::DescribeTransactionsRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::DescribeTransactionsRequest request,
+                          net::decode_body<net::DescribeTransactionsRequest>(frame));
+      co_return net::encode_response(txns_.describe(request), frame.header);
+    }
+    case net::ListTransactionsRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::ListTransactionsRequest request, net::decode_body<net::ListTransactionsRequest>(frame));
+      co_return net::encode_response(txns_.list(request), frame.header);
+    }
+    case net::WriteTxnMarkersRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(net::WriteTxnMarkersRequest request, net::decode_body<net::WriteTxnMarkersRequest>(frame));
+      net::WriteTxnMarkersResponse response;
+      for (const auto& m : request.markers) {
+        auto& mr = response.markers.emplace_back();
+        mr.producer_id = m.producer_id;
+        for (const auto& t : m.topics) {
+          auto& tr = mr.topics.emplace_back();
+          tr.name = t.name;
+          for (int32_t index : t.partition_indexes) {
+            auto& pr = tr.partitions.emplace_back();
+            pr.partition_index = index;
+            const Error e = co_await append_marker(t.name, index, m.producer_id, m.producer_epoch, m.transaction_result,
+                                                   m.coordinator_epoch);
+            pr.error_code = net::code(e);
+          }
+        }
+      }
+      co_return net::encode_response(response, frame.header);
+    }
+    default:
+      co_return absl::InternalError(fmt::format("broker: API key {} is not a transaction API",
+                                                frame.header.request_api_key));
+  }
+}
+
+}  // namespace brook::broker
