@@ -228,6 +228,12 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.group.mutant_unfenced_commits = o.group_mutant_unfenced_commits;
   bc.group.consumer_session_timeout = o.group_consumer_session_timeout;
   bc.group.consumer_heartbeat_interval = o.group_consumer_heartbeat_interval;
+  bc.txn.state_topic_partitions = o.txn_partitions;
+  bc.txn.offsets_topic_partitions = o.offsets_partitions;
+  bc.txn.abort_check_interval = o.txn_abort_check_interval;
+  bc.txn.mutant_commit_aborts = o.txn_mutant_commit_aborts;
+  bc.transaction_state_replication_factor = static_cast<int16_t>(o.txn_replication_factor);
+  bc.transaction_state_min_isr = o.txn_min_isr;
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
   if (o.on_broker) o.on_broker(&broker);

@@ -82,6 +82,14 @@ struct ServerNodeOptions {
   // consumer protocol).
   io::Duration group_consumer_session_timeout{std::chrono::seconds(45)};
   io::Duration group_consumer_heartbeat_interval{std::chrono::seconds(5)};
+  // The transaction coordinator: transaction.state.log.num.partitions,
+  // .replication.factor, .min.isr, the timed-out transaction check, and
+  // the mutant's markers (every transaction committed).
+  int txn_partitions = 3;
+  int txn_replication_factor = 1;
+  int txn_min_isr = 1;
+  io::Duration txn_abort_check_interval{std::chrono::seconds(10)};
+  bool txn_mutant_commit_aborts = false;
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
 };

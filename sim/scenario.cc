@@ -10,6 +10,7 @@
 #include "sim/demo.h"
 #include "sim/groups.h"
 #include "sim/kraft.h"
+#include "sim/transactions.h"
 
 namespace brook::sim {
 
@@ -24,6 +25,8 @@ std::vector<std::string> scenario_names() {
           "consumer-groups",
           "consumer-groups-mutant-fence",
           "mixed-groups",
+          "transactions",
+          "transactions-mutant-markers",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -44,6 +47,9 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "groups" || options.name == "groups-mutant-fence" || options.name == "consumer-groups" ||
       options.name == "consumer-groups-mutant-fence" || options.name == "mixed-groups") {
     return run_groups(options);
+  }
+  if (options.name == "transactions" || options.name == "transactions-mutant-markers") {
+    return run_transactions(options);
   }
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();
