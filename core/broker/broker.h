@@ -333,6 +333,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // After the image is applied: the coordinator loads the __consumer_offsets
   // partitions this broker now leads and unloads the others.
   void sync_coordinator();
+  // Loads the shards of `coordinator` this broker now leads (partitions of
+  // `partitions`' topic) and unloads the others.
+  void sync_shards(runtime::Coordinator& coordinator, CoordinatorPartitions& partitions, std::string_view what);
   // Creates __consumer_offsets when missing and waits (briefly) for its
   // leaders; false when it is not there (yet).
   io::Task<bool> ensure_offsets_topic();

@@ -175,20 +175,23 @@ io::Task<absl::StatusOr<runtime::PartitionReader::Chunk>> Broker::CoordinatorPar
   co_return out;
 }
 
-void Broker::sync_coordinator() {
+void Broker::sync_coordinator() { sync_shards(groups_, offsets_partitions_, "group coordinator"); }
+
+void Broker::sync_shards(runtime::Coordinator& coordinator, CoordinatorPartitions& partitions, std::string_view what) {
+  const std::string& topic = partitions.topic();
   std::map<int32_t, int32_t> led;
   for (const auto& [key, p] : partitions_) {
-    if (key.first == offsets_topic() && p->is_leader(config_.node_id)) led[key.second] = p->leader_epoch;
+    if (key.first == topic && p->is_leader(config_.node_id)) led[key.second] = p->leader_epoch;
   }
-  const runtime::LeadershipChange change = runtime::sync_leadership(groups_, led);
+  const runtime::LeadershipChange change = runtime::sync_leadership(coordinator, led);
   if (background_ != nullptr) {
     for (int32_t partition : change.loads) {
-      background_->spawn(runtime::load_partition(groups_, offsets_partitions_, ctx_->clock(), ctx_->log(), offsets_topic(), partition,
+      background_->spawn(runtime::load_partition(coordinator, partitions, ctx_->clock(), ctx_->log(), topic, partition,
                                                  led.at(partition)));
     }
   }
   if (!change.unloaded.empty()) {
-    ctx_->log().info("group coordinator: unloaded {} partitions of {} ({})", change.unloaded.size(), offsets_topic(),
+    ctx_->log().info("{}: unloaded {} partitions of {} ({})", what, change.unloaded.size(), topic,
                      fmt::join(change.unloaded, ","));
   }
 }

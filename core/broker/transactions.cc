@@ -175,23 +175,7 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
 
 // --- loading ----------------------------------------------------------------------
 
-void Broker::sync_txn_coordinator() {
-  std::map<int32_t, int32_t> led;
-  for (const auto& [key, p] : partitions_) {
-    if (key.first == txn_topic() && p->is_leader(config_.node_id)) led[key.second] = p->leader_epoch;
-  }
-  const runtime::LeadershipChange change = runtime::sync_leadership(txns_, led);
-  if (background_ != nullptr) {
-    for (int32_t partition : change.loads) {
-      background_->spawn(runtime::load_partition(txns_, txn_partitions_, ctx_->clock(), ctx_->log(), txn_topic(),
-                                                 partition, led.at(partition)));
-    }
-  }
-  if (!change.unloaded.empty()) {
-    ctx_->log().info("transaction coordinator: unloaded {} partitions of {} ({})", change.unloaded.size(), txn_topic(),
-                     fmt::join(change.unloaded, ","));
-  }
-}
+void Broker::sync_txn_coordinator() { sync_shards(txns_, txn_partitions_, "transaction coordinator"); }
 
 io::Task<bool> Broker::ensure_txn_topic() {
   std::vector<std::pair<std::string, std::string>> configs;
