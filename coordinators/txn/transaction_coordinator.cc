@@ -56,6 +56,10 @@ Error fenced_for(Error e, int16_t version, int16_t first_knowing) {
   return e == Error::kProducerFenced && version < first_knowing ? Error::kInvalidProducerEpoch : e;
 }
 
+// The epoch an abort that fences the producer is written under (Kafka's
+// prepareFenceProducerEpoch: one more, unless none is left).
+int16_t fenced_epoch_of(int16_t epoch) { return epoch >= INT16_MAX ? epoch : static_cast<int16_t>(epoch + 1); }
+
 bool is_prepared(TxnState s) { return s == TxnState::kPrepareCommit || s == TxnState::kPrepareAbort; }
 bool is_complete(TxnState s) { return s == TxnState::kCompleteCommit || s == TxnState::kCompleteAbort; }
 
@@ -311,7 +315,6 @@ io::Task<void> TransactionCoordinator::complete(std::string transactional_id) {
   const int32_t shard_epoch = *epoch;
   auto still = [this, partition, shard_epoch] { return shards_.serving(partition, shard_epoch); };
   TxnMarkers markers;
-  markers.transactional_id = transactional_id;
   markers.producer_id = t->producer_id;
   markers.producer_epoch = t->producer_epoch;
   markers.commit = t->state == TxnState::kPrepareCommit || config_.mutant_commit_aborts;
@@ -409,8 +412,7 @@ io::Task<net::InitProducerIdResponse> TransactionCoordinator::init_producer_id(n
     case TxnState::kOngoing: {
       // Abort it first, under a bumped epoch that fences its producer; the
       // caller retries and bumps again once the abort is complete.
-      const int16_t fenced = t->producer_epoch >= INT16_MAX ? t->producer_epoch : t->producer_epoch + 1;
-      const Error e = co_await prepare_end(id, /*commit=*/false, fenced);
+      const Error e = co_await prepare_end(id, /*commit=*/false, fenced_epoch_of(t->producer_epoch));
       co_return fail(e == Error::kNone ? Error::kConcurrentTransactions : e);
     }
     case TxnState::kEmpty:
@@ -643,8 +645,7 @@ io::Task<void> TransactionCoordinator::fence_and_abort(std::string transactional
   if (t == nullptr || t->pending || t->state != TxnState::kOngoing) co_return;
   ctx_->log().info("transaction coordinator: aborting {} (producer {} epoch {}): open longer than its timeout of {} ms",
                    transactional_id, t->producer_id, t->producer_epoch, t->timeout_ms);
-  const int16_t fenced = t->producer_epoch >= INT16_MAX ? t->producer_epoch : t->producer_epoch + 1;
-  (void)co_await prepare_end(transactional_id, /*commit=*/false, fenced);
+  (void)co_await prepare_end(transactional_id, /*commit=*/false, fenced_epoch_of(t->producer_epoch));
 }
 
 // A transaction times out by the calendar time it began at (as Kafka's

@@ -109,7 +109,6 @@ using TopicPartition = std::pair<std::string, int32_t>;
 
 // Commit or abort markers for one transaction.
 struct TxnMarkers {
-  std::string transactional_id;
   int64_t producer_id = -1;
   int16_t producer_epoch = -1;
   bool commit = false;
