@@ -232,6 +232,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.txn.offsets_topic_partitions = o.offsets_partitions;
   bc.txn.abort_check_interval = o.txn_abort_check_interval;
   bc.txn.mutant_commit_aborts = o.txn_mutant_commit_aborts;
+  bc.transaction_partition_verification = o.txn_partition_verification;
   bc.transaction_state_replication_factor = static_cast<int16_t>(o.txn_replication_factor);
   bc.transaction_state_min_isr = o.txn_min_isr;
   broker::Broker broker(*ctx, *node, bc);

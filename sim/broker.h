@@ -90,6 +90,8 @@ struct ServerNodeOptions {
   int txn_min_isr = 1;
   io::Duration txn_abort_check_interval{std::chrono::seconds(10)};
   bool txn_mutant_commit_aborts = false;
+  // transaction.partition.verification.enable (off: a mutant).
+  bool txn_partition_verification = true;
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
 };

@@ -27,6 +27,8 @@ std::vector<std::string> scenario_names() {
           "mixed-groups",
           "transactions",
           "transactions-mutant-markers",
+          "transactions-late",
+          "transactions-late-mutant-unverified",
           "controller",
           "controller-mutant-commit",
           "kraft",
@@ -48,8 +50,9 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
       options.name == "consumer-groups-mutant-fence" || options.name == "mixed-groups") {
     return run_groups(options);
   }
-  if (options.name == "transactions" || options.name == "transactions-mutant-markers") {
-    return run_transactions(options);
+  if (options.name.starts_with("transactions")) {
+    auto names = scenario_names();
+    if (std::find(names.begin(), names.end(), options.name) != names.end()) return run_transactions(options);
   }
   if (options.name.starts_with("kraft") || options.name.starts_with("controller")) {
     auto names = scenario_names();

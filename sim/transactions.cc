@@ -70,6 +70,13 @@ struct TxnSimConfig {
   io::Duration workload = 30s;
   io::Duration quiet_max = 90s;
   bool mutant_commit_aborts = false;
+  // The chance that one of a transaction's Produce or TxnOffsetCommit
+  // requests is held up in the network until after the producer gave up
+  // and aborted ("late" scenarios; see producer_main).
+  int late_percent = 0;
+  uint64_t late_seed = 0;
+  // The mutant leaves out the leaders' check with the coordinator.
+  bool mutant_unverified = false;
   // Half the transactions also commit an offset for the producer's group
   // (AddOffsetsToTxn, TxnOffsetCommit).
   bool offsets = false;
@@ -86,14 +93,16 @@ struct TxnSimConfig {
     c.txn_timeout = uniform_duration(r, 2s, 8s);
     c.abort_check = uniform_duration(r, 200ms, 2s);
     c.offsets = r.uniform(3) != 0;
+    c.late_seed = r.next_u64();
     return c;
   }
   std::string describe() const {
     return fmt::format(
         "transactions: nodes={} partitions={} producers={} txn-partitions={} records<={} commit={}% "
-        "timeout={} abort-check={} offsets={}\n{}",
+        "timeout={} abort-check={} offsets={} late={}%{}\n{}",
         nodes, partitions, producers, txn_partitions, max_records, commit_percent, seconds(txn_timeout),
-        seconds(abort_check), offsets ? "on" : "off", faults.describe());
+        seconds(abort_check), offsets ? "on" : "off", late_percent, mutant_unverified ? " (unverified)" : "",
+        faults.describe());
   }
 };
 
@@ -145,6 +154,8 @@ struct Shared {
   uint64_t records_checked = 0;
   uint64_t offsets_sent = 0;
   uint64_t groups_checked = 0;
+  uint64_t late_sent = 0;
+  uint64_t late_refused = 0;
 
   void violation(std::string what) {
     if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
@@ -167,6 +178,7 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.txn_min_isr = std::min(2, s->config.nodes);
   o.txn_abort_check_interval = s->config.abort_check;
   o.txn_mutant_commit_aborts = s->config.mutant_commit_aborts;
+  o.txn_partition_verification = !s->config.mutant_unverified;
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -286,9 +298,9 @@ struct Producer {
     co_return false;
   }
 
-  // One transactional batch of `values` to the partition's leader; true
-  // once acknowledged.
-  io::Task<bool> produce(int32_t partition, const std::vector<std::string>& values) {
+  // A transactional Produce of `values` to the partition at the next
+  // sequence; nullopt if the batch cannot be built.
+  std::optional<net::ProduceRequest> produce_request(int32_t partition, const std::vector<std::string>& values) {
     net::RecordBatchOptions options;
     options.producer_id = producer_id;
     options.producer_epoch = epoch;
@@ -302,7 +314,7 @@ struct Producer {
       builder.append(std::move(record));
     }
     absl::StatusOr<io::Buffer> batch = builder.build();
-    if (!batch.ok()) co_return false;
+    if (!batch.ok()) return std::nullopt;
     net::ProduceRequest r;
     r.transactional_id = tid;
     r.acks = -1;
@@ -312,6 +324,31 @@ struct Producer {
     auto& p = t.partition_data.emplace_back();
     p.index = partition;
     p.records = *std::move(batch);
+    return r;
+  }
+
+  // Sends `request` once to its partition's leader, as a Produce held up in
+  // the network arrives in the end: true if the leader took it.
+  io::Task<bool> produce_late(int32_t partition, const net::ProduceRequest& request) {
+    const int32_t leader = cluster->leader(client::TopicPartition(std::string(kTopic), partition));
+    net::Peer* peer = leader < 0 ? nullptr : cluster->broker(leader);
+    if (peer == nullptr) co_return false;
+    absl::StatusOr<net::ProduceResponse> answer = co_await peer->call<net::ProduceResponse>(request, 7, kRpcTimeout);
+    if (!answer.ok() || answer->responses.empty() || answer->responses[0].partition_responses.empty()) {
+      co_return false;
+    }
+    const auto& pr = answer->responses[0].partition_responses[0];
+    ctx->log().debug("txn-sim: {} epoch {} late batch for {}-{}: {} at {}", tid, epoch, kTopic, partition,
+                     net::error_name(pr.error_code), pr.base_offset);
+    co_return pr.error_code == 0;
+  }
+
+  // Produces `values` to the partition in the current transaction, retrying
+  // until acknowledged (true) or the step's deadline passes.
+  io::Task<bool> produce(int32_t partition, const std::vector<std::string>& values) {
+    std::optional<net::ProduceRequest> built = produce_request(partition, values);
+    if (!built.has_value()) co_return false;
+    net::ProduceRequest r = *std::move(built);
     const client::TopicPartition tp(std::string(kTopic), partition);
     const io::Instant deadline = ctx->clock().now() + kStepDeadline;
     while (ctx->clock().now() < deadline) {
@@ -351,16 +388,20 @@ struct Producer {
 
   std::string group() const { return "group-" + tid; }
 
-  // AddOffsetsToTxn and TxnOffsetCommit of `offset` for partition 0 of the
-  // topic in the producer's group; true once both are acknowledged.
-  io::Task<bool> commit_offset(int64_t offset) {
+  // AddOffsetsToTxn of the producer's group: true once acknowledged.
+  io::Task<bool> add_offsets() {
     net::AddOffsetsToTxnRequest add;
     add.transactional_id = tid;
     add.producer_id = producer_id;
     add.producer_epoch = epoch;
     add.group_id = group();
     std::optional<net::AddOffsetsToTxnResponse> added = co_await retry_coordinator<net::AddOffsetsToTxnResponse>(add, 1);
-    if (!added.has_value() || added->error_code != 0) co_return false;
+    co_return added.has_value() && added->error_code == 0;
+  }
+
+  // TxnOffsetCommit of `offset` for partition 0 of the topic in the
+  // producer's group.
+  net::TxnOffsetCommitRequest offset_request(int64_t offset) const {
     net::TxnOffsetCommitRequest r;
     r.transactional_id = tid;
     r.group_id = group();
@@ -371,6 +412,14 @@ struct Producer {
     auto& p = t.partitions.emplace_back();
     p.partition_index = 0;
     p.committed_offset = offset;
+    return r;
+  }
+
+  // AddOffsetsToTxn and TxnOffsetCommit of `offset`; true once both are
+  // acknowledged.
+  io::Task<bool> commit_offset(int64_t offset) {
+    if (!co_await add_offsets()) co_return false;
+    const net::TxnOffsetCommitRequest r = offset_request(offset);
     const io::Instant deadline = ctx->clock().now() + kStepDeadline;
     while (ctx->clock().now() < deadline) {
       absl::StatusOr<net::TxnOffsetCommitResponse> answer =
@@ -383,6 +432,14 @@ struct Producer {
       co_await ctx->clock().sleep_for(100ms);
     }
     co_return false;
+  }
+
+  // Sends a held TxnOffsetCommit once: true if the group coordinator took it.
+  io::Task<bool> commit_offset_late(const net::TxnOffsetCommitRequest& r) {
+    absl::StatusOr<net::TxnOffsetCommitResponse> answer =
+        co_await to_coordinator_of<net::TxnOffsetCommitResponse>(group(), 0, r, 3);
+    co_return answer.ok() && !answer->topics.empty() && !answer->topics[0].partitions.empty() &&
+        answer->topics[0].partitions[0].error_code == 0;
   }
 
   // EndTxn: the outcome when the coordinator answered it.
@@ -411,6 +468,9 @@ io::Task<void> producer_main(io::Context* ctx, Shared* s, int index) {
   co_await ensure_topic(ctx, s, &cluster);
   Producer p{ctx, s, &cluster, fmt::format("producer-{}", index), -1, -1, {}};
   io::Random& r = ctx->random();
+  // Late batches draw from their own stream, so that scenarios without them
+  // run as before.
+  io::Random late_random(s->config.late_seed + static_cast<uint64_t>(index) * 7919 + s->producer_starts);
   while (!s->stopped) {
     if (!co_await p.init()) {
       co_await ctx->clock().sleep_for(200ms);
@@ -428,6 +488,20 @@ io::Task<void> producer_main(io::Context* ctx, Shared* s, int index) {
         all.erase(all.begin() + static_cast<std::ptrdiff_t>(at));
       }
       std::sort(chosen.begin(), chosen.end());
+      // "late" scenarios: one partition's Produce is held up in the network
+      // (the producer times out, and aborts) and arrives after the abort.
+      // Or it is the TxnOffsetCommit that is held.
+      std::optional<int32_t> held_partition;
+      std::optional<net::ProduceRequest> held;
+      bool hold_offsets = false;
+      std::optional<net::TxnOffsetCommitRequest> held_offsets;
+      if (static_cast<int>(late_random.uniform(100)) < s->config.late_percent) {
+        if (s->config.offsets && late_random.uniform(3) == 0) {
+          hold_offsets = true;
+        } else {
+          held_partition = chosen[static_cast<size_t>(late_random.uniform(chosen.size()))];
+        }
+      }
       Txn& started = s->txns[name];
       started.producer = p.tid;
       started.producer_id = p.producer_id;
@@ -446,6 +520,11 @@ io::Task<void> producer_main(io::Context* ctx, Shared* s, int index) {
           s->txns[name].sent.insert(values.back());
           s->txn_of[values.back()] = name;
         }
+        if (partition == held_partition) {
+          held = p.produce_request(partition, values);
+          sent_all = false;
+          break;
+        }
         if (!co_await p.produce(partition, values)) {
           sent_all = false;
           break;
@@ -459,7 +538,10 @@ io::Task<void> producer_main(io::Context* ctx, Shared* s, int index) {
         const int64_t offset = s->next_offset++;
         ++s->offsets_sent;
         s->txns[name].offset = offset;
-        if (co_await p.commit_offset(offset)) {
+        if (hold_offsets) {
+          if (co_await p.add_offsets()) held_offsets = p.offset_request(offset);
+          sent_all = false;
+        } else if (co_await p.commit_offset(offset)) {
           s->txns[name].offset_acked = true;
         } else {
           sent_all = false;
@@ -476,6 +558,23 @@ io::Task<void> producer_main(io::Context* ctx, Shared* s, int index) {
       s->txns[name].outcome = outcome;
       if (outcome == Outcome::kCommitted) ++s->committed;
       if (outcome == Outcome::kAborted) ++s->aborted;
+      if (held.has_value()) {
+        // The held Produce arrives. Before the partition's abort marker it
+        // joins the aborted transaction; after it, no leader may take it
+        // (KIP-890): it would open a transaction nothing ever ends, and
+        // the partition's last stable offset would wait for it for good.
+        co_await ctx->clock().sleep_for(std::chrono::milliseconds(late_random.uniform(500)));
+        ++s->late_sent;
+        if (!co_await p.produce_late(*held_partition, *held)) ++s->late_refused;
+      }
+      if (held_offsets.has_value()) {
+        // Likewise the held TxnOffsetCommit: after the group's abort marker
+        // it would leave an offset pending that nothing ever ends, and the
+        // group's stable offset reads would fail for good.
+        co_await ctx->clock().sleep_for(std::chrono::milliseconds(late_random.uniform(500)));
+        ++s->late_sent;
+        if (!co_await p.commit_offset_late(*held_offsets)) ++s->late_refused;
+      }
       if (outcome == Outcome::kUnknown) {
         ++s->unknown;
         break;
@@ -781,6 +880,8 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
 absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) {
   TxnSimConfig config = TxnSimConfig::draw(options.seed);
   config.mutant_commit_aborts = options.name.ends_with("-mutant-markers");
+  if (options.name.starts_with("transactions-late")) config.late_percent = 30;
+  config.mutant_unverified = options.name.ends_with("-mutant-unverified");
   WorldOptions world_options;
   world_options.scenario = options.name;
   world_options.network = config.faults.network;
@@ -846,11 +947,12 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
       "{}: transactions committed={} aborted={} unknown={} hung={} inits={} records-checked={} offsets-sent={} "
-      "groups-checked={} "
+      "groups-checked={} late-sent={} late-refused={} "
       "producer-starts={} broker-starts={}; faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} "
       "revivals={} buggify-fired={}",
       options.name, shared.committed, shared.aborted, shared.unknown, shared.hung, shared.inits,
-      shared.records_checked, shared.offsets_sent, shared.groups_checked, shared.producer_starts, shared.broker_starts, faults.crashes, faults.partitions,
+      shared.records_checked, shared.offsets_sent, shared.groups_checked, shared.late_sent, shared.late_refused,
+      shared.producer_starts, shared.broker_starts, faults.crashes, faults.partitions,
       faults.clogs, faults.resets, faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;
 }

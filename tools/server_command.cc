@@ -50,7 +50,8 @@
 //   (1 in a single-node cluster, else 3 and 2), transaction.max.timeout.ms,
 //   transactional.id.expiration.ms,
 //   transaction.abort.timed.out.transaction.cleanup.interval.ms,
-//   transaction.remove.expired.transaction.cleanup.interval.ms
+//   transaction.remove.expired.transaction.cleanup.interval.ms,
+//   transaction.partition.verification.enable
 //
 // SIGTERM or SIGINT: the broker asks the controller for a controlled
 // shutdown (leadership moves away), the logs are closed, the controller
@@ -399,6 +400,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   RETURN_IF_ERROR(get_ms("transactional.id.expiration.ms", 1, &t.id_expiration));
   RETURN_IF_ERROR(get_ms("transaction.abort.timed.out.transaction.cleanup.interval.ms", 1, &t.abort_check_interval));
   RETURN_IF_ERROR(get_ms("transaction.remove.expired.transaction.cleanup.interval.ms", 1, &t.expire_check_interval));
+  ASSIGN_OR_RETURN(b.transaction_partition_verification, get_bool("transaction.partition.verification.enable", true));
   RETURN_IF_ERROR(get_ms("group.initial.rebalance.delay.ms", 0, &g.initial_rebalance_delay));
   RETURN_IF_ERROR(get_ms("group.min.session.timeout.ms", 0, &g.min_session_timeout));
   RETURN_IF_ERROR(get_ms("group.max.session.timeout.ms", 0, &g.max_session_timeout));

@@ -481,34 +481,80 @@ io::Task<Error> TransactionCoordinator::add(std::string transactional_id, int64_
   co_return co_await write(transactional_id, std::move(to));
 }
 
-io::Task<net::AddPartitionsToTxnResponse> TransactionCoordinator::add_partitions(net::AddPartitionsToTxnRequest request,
-                                                                                 int16_t version) {
-  net::AddPartitionsToTxnResponse out;
+io::Task<Error> TransactionCoordinator::verify(std::string transactional_id, int64_t producer_id,
+                                               int16_t producer_epoch) {
+  if (transactional_id.empty()) co_return Error::kInvalidRequest;
+  // At most two rounds: a state taken from a load or a failed write is
+  // written again (confirmed) before anything is verified against it.
+  for (int round = 0;; ++round) {
+    if (const Error e = check(transactional_id); e != Error::kNone) co_return e;
+    Txn* t = find(transactional_id);
+    if (t == nullptr || t->producer_id != producer_id) co_return Error::kInvalidProducerIdMapping;
+    if (t->producer_epoch != producer_epoch) co_return Error::kProducerFenced;
+    if (t->pending || is_prepared(t->state)) co_return Error::kConcurrentTransactions;
+    if (t->state != TxnState::kOngoing) co_return Error::kInvalidTxnState;
+    if (!t->unconfirmed) co_return Error::kNone;
+    if (round > 0) co_return Error::kConcurrentTransactions;
+    if (const Error e = co_await write(transactional_id, current(*t)); e != Error::kNone) co_return e;
+  }
+}
+
+io::Task<std::vector<net::AddPartitionsToTxnResponse::AddPartitionsToTxnTopicResult>>
+TransactionCoordinator::add_or_verify(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+                                      std::vector<net::AddPartitionsToTxnRequest::AddPartitionsToTxnTopic> topics,
+                                      bool verify_only, int16_t version) {
   std::set<TopicPartition> partitions;
   std::set<TopicPartition> unknown;
-  for (const auto& topic : request.v3_and_below_topics) {
+  for (const auto& topic : topics) {
     for (int32_t p : topic.partitions) {
       partitions.emplace(topic.name, p);
-      if (!host_->partition_exists(topic.name, p)) unknown.emplace(topic.name, p);
+      if (!verify_only && !host_->partition_exists(topic.name, p)) unknown.emplace(topic.name, p);
     }
   }
   Error error = Error::kNone;
-  if (unknown.empty() && !partitions.empty()) {
-    error = co_await add(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                         request.v3_and_below_producer_epoch, partitions);
+  if (verify_only) {
+    if (!partitions.empty()) error = co_await verify(transactional_id, producer_id, producer_epoch);
+  } else if (unknown.empty() && !partitions.empty()) {
+    error = co_await add(transactional_id, producer_id, producer_epoch, partitions);
   }
   error = fenced_for(error, version, 2);
+  // A verified transaction: each partition must be one it added.
+  const Txn* t = verify_only && error == Error::kNone ? find(transactional_id) : nullptr;
+  std::vector<net::AddPartitionsToTxnResponse::AddPartitionsToTxnTopicResult> out;
   for (const auto& [topic, p] : partitions) {
-    if (out.results_by_topic_v3_and_below.empty() || out.results_by_topic_v3_and_below.back().name != topic) {
-      out.results_by_topic_v3_and_below.emplace_back().name = topic;
-    }
-    auto& r = out.results_by_topic_v3_and_below.back().results_by_partition.emplace_back();
+    if (out.empty() || out.back().name != topic) out.emplace_back().name = topic;
+    auto& r = out.back().results_by_partition.emplace_back();
     r.partition_index = p;
+    if (t != nullptr) {
+      r.partition_error_code = code(t->partitions.contains(TopicPartition{topic, p}) ? Error::kNone
+                                                                                   : Error::kInvalidTxnState);
+      continue;
+    }
     // Kafka's answer when some partitions do not exist: those are unknown
     // and the rest were not attempted.
     r.partition_error_code = code(unknown.empty()                        ? error
                                   : unknown.contains(TopicPartition{topic, p}) ? Error::kUnknownTopicOrPartition
                                                                            : Error::kOperationNotAttempted);
+  }
+  co_return out;
+}
+
+io::Task<net::AddPartitionsToTxnResponse> TransactionCoordinator::add_partitions(net::AddPartitionsToTxnRequest request,
+                                                                                 int16_t version) {
+  net::AddPartitionsToTxnResponse out;
+  if (version <= 3) {
+    out.results_by_topic_v3_and_below =
+        co_await add_or_verify(std::move(request.v3_and_below_transactional_id), request.v3_and_below_producer_id,
+                               request.v3_and_below_producer_epoch, std::move(request.v3_and_below_topics),
+                               /*verify_only=*/false, version);
+    co_return out;
+  }
+  // v4+ (brokers): several transactions, each added or only verified.
+  for (auto& txn : request.transactions) {
+    auto& result = out.results_by_transaction.emplace_back();
+    result.transactional_id = txn.transactional_id;
+    result.topic_results = co_await add_or_verify(std::move(txn.transactional_id), txn.producer_id,
+                                                  txn.producer_epoch, std::move(txn.topics), txn.verify_only, version);
   }
   co_return out;
 }

@@ -163,7 +163,10 @@ class TransactionCoordinator final : public runtime::Coordinator {
   // --- the APIs; requests decoded at `version` ---
   // InitProducerId with a transactional id (the broker answers others).
   io::Task<net::InitProducerIdResponse> init_producer_id(net::InitProducerIdRequest request, int16_t version);
-  // AddPartitionsToTxn v0-3 (one transaction per request).
+  // AddPartitionsToTxn: v0-3 add the partitions of one transaction; v4+
+  // (from brokers) carry several transactions, each to add or, with
+  // verify_only, to check (KIP-890): a partition answers NONE only if the
+  // transaction is ongoing with that producer id and epoch and has added it.
   io::Task<net::AddPartitionsToTxnResponse> add_partitions(net::AddPartitionsToTxnRequest request, int16_t version);
   io::Task<net::AddOffsetsToTxnResponse> add_offsets(net::AddOffsetsToTxnRequest request, int16_t version);
   io::Task<net::EndTxnResponse> end_txn(net::EndTxnRequest request, int16_t version);
@@ -245,6 +248,13 @@ class TransactionCoordinator final : public runtime::Coordinator {
   // AddPartitionsToTxn / AddOffsetsToTxn of one transaction.
   io::Task<net::Error> add(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
                            std::set<TopicPartition> partitions);
+  // Whether the transaction is ongoing with that producer id and epoch (a
+  // state not yet confirmed in the log is written again first).
+  io::Task<net::Error> verify(std::string transactional_id, int64_t producer_id, int16_t producer_epoch);
+  // One transaction of an AddPartitionsToTxn request: its partitions' results.
+  io::Task<std::vector<net::AddPartitionsToTxnResponse::AddPartitionsToTxnTopicResult>> add_or_verify(
+      std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+      std::vector<net::AddPartitionsToTxnRequest::AddPartitionsToTxnTopic> topics, bool verify_only, int16_t version);
 
   io::Context* ctx_;
   TransactionHost* host_;

@@ -130,6 +130,30 @@ struct Harness {
     }
     return errors;
   }
+  // AddPartitionsToTxn v4 with verify_only (a partition leader's check):
+  // the error of each partition of topic `topic`.
+  std::vector<int16_t> verify(const std::string& id, int64_t pid, int16_t epoch, const std::string& topic,
+                              std::vector<int32_t> partitions) {
+    net::AddPartitionsToTxnRequest r;
+    auto& txn = r.transactions.emplace_back();
+    txn.transactional_id = id;
+    txn.producer_id = pid;
+    txn.producer_epoch = epoch;
+    txn.verify_only = true;
+    auto& t = txn.topics.emplace_back();
+    t.name = topic;
+    t.partitions = std::move(partitions);
+    net::AddPartitionsToTxnResponse out = call(coordinator->add_partitions(std::move(r), 4));
+    std::vector<int16_t> errors;
+    EXPECT_EQ(out.results_by_transaction.size(), 1u);
+    for (const auto& result : out.results_by_transaction) {
+      EXPECT_EQ(result.transactional_id, id);
+      for (const auto& tr : result.topic_results) {
+        for (const auto& pr : tr.results_by_partition) errors.push_back(pr.partition_error_code);
+      }
+    }
+    return errors;
+  }
   int16_t end(const std::string& id, int64_t pid, int16_t epoch, bool commit, int16_t version = 3) {
     net::EndTxnRequest r;
     r.transactional_id = id;
@@ -392,6 +416,47 @@ TEST(TransactionCoordinator, AWriteThatMayHaveLandedIsTakenButConfirmedBeforeItC
   EXPECT_TRUE(h.host->written_markers[0].commit);
   EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
   EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), 0) << "the retried commit is answered";
+}
+
+TEST(TransactionCoordinator, VerifiesOnlyPartitionsOfAnOngoingTransaction) {
+  Harness h;
+  net::InitProducerIdResponse p = h.init("tx");
+  const int64_t pid = p.producer_id;
+  const int16_t epoch = p.producer_epoch;
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {0}), (std::vector<int16_t>{code(Error::kInvalidTxnState)}))
+      << "no transaction yet";
+  EXPECT_EQ(h.add("tx", pid, epoch, "t", {0, 1}), (std::vector<int16_t>{0, 0}));
+  const size_t records = h.host->partitions[h.coordinator->partition_for("tx")].size();
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {0, 1, 2}),
+            (std::vector<int16_t>{0, 0, code(Error::kInvalidTxnState)}));
+  EXPECT_EQ(h.host->partitions[h.coordinator->partition_for("tx")].size(), records) << "a check writes nothing";
+  EXPECT_EQ(h.coordinator->snapshot("tx")->partitions, (std::set<TopicPartition>{{"t", 0}, {"t", 1}}))
+      << "nor adds anything";
+  EXPECT_EQ(h.verify("tx", pid, static_cast<int16_t>(epoch + 1), "t", {0}),
+            (std::vector<int16_t>{code(Error::kProducerFenced)}));
+  EXPECT_EQ(h.verify("tx", pid + 1, epoch, "t", {0}), (std::vector<int16_t>{code(Error::kInvalidProducerIdMapping)}));
+  EXPECT_EQ(h.verify("unknown", pid, epoch, "t", {0}),
+            (std::vector<int16_t>{code(Error::kInvalidProducerIdMapping)}));
+
+  // While the markers are under way, a check waits; once they are written,
+  // the transaction is over and a late batch of it is refused.
+  h.host->hold_markers = true;
+  EXPECT_EQ(h.end("tx", pid, epoch, false), 0);
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {0}), (std::vector<int16_t>{code(Error::kConcurrentTransactions)}));
+  h.host->hold_markers = false;
+  h.world.run_for(1s);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteAbort);
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {0}), (std::vector<int16_t>{code(Error::kInvalidTxnState)}));
+
+  // A state loaded from the log is confirmed (written again) before it is
+  // vouched for.
+  EXPECT_EQ(h.add("tx", pid, epoch, "t", {3}), (std::vector<int16_t>{0}));
+  h.reload();
+  const size_t loaded = h.host->partitions[h.coordinator->partition_for("tx")].size();
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {3}), (std::vector<int16_t>{0}));
+  EXPECT_EQ(h.host->partitions[h.coordinator->partition_for("tx")].size(), loaded + 1);
+  EXPECT_EQ(h.verify("tx", pid, epoch, "t", {3}), (std::vector<int16_t>{0}));
+  EXPECT_EQ(h.host->partitions[h.coordinator->partition_for("tx")].size(), loaded + 1);
 }
 
 TEST(TransactionCoordinator, RequestsForPartitionsNotServedHereAreRefused) {

@@ -191,6 +191,9 @@ io::Task<absl::Status> Broker::apply_image() {
       const bool becomes_leader = reg.leader == config_.node_id &&
                                   (p->leader != config_.node_id || p->leader_epoch != reg.leader_epoch);
       const bool new_epoch = p->leader_epoch != reg.leader_epoch || p->leader != reg.leader;
+      // Markers written while this broker was not the leader did not pass
+      // through it: transaction checks begun before do not carry over.
+      if (new_epoch) p->txn_verifications.clear();
       p->leader = reg.leader;
       p->leader_epoch = reg.leader_epoch;
       // An AlterPartition answer may be newer than this image.

@@ -148,6 +148,11 @@ struct BrokerConfig {
   txn::TransactionCoordinatorConfig txn;
   int16_t transaction_state_replication_factor = 3;
   int32_t transaction_state_min_isr = 2;
+  // transaction.partition.verification.enable (KIP-890): a partition
+  // leader asks the transaction coordinator whether a producer's first
+  // transactional batch belongs to an ongoing transaction that added the
+  // partition before appending it.
+  bool transaction_partition_verification = true;
   // The node's server.properties as DescribeConfigs shows them
   // (STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_configs;
@@ -184,6 +189,17 @@ struct Partition {
   int64_t leader_epoch_start_offset = 0;
   // As follower: the fetcher backs off until then after an error.
   io::Instant fetch_backoff_until{};
+  // As leader, by producer id: the transaction verifications (KIP-890)
+  // under way for a producer's first transactional write here. A marker
+  // for the producer, or a new leader epoch, removes its entry, so a write
+  // verified for a transaction that ended meanwhile finds its guard gone.
+  struct TxnVerification {
+    uint64_t guard = 0;
+    int in_flight = 0;
+    // The coordinator confirmed the transaction under this guard.
+    bool verified = false;
+  };
+  std::map<int64_t, TxnVerification> txn_verifications;
 
   bool is_leader(int32_t self) const { return leader == self; }
   bool is_follower(int32_t self) const {
@@ -317,9 +333,10 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
     std::optional<std::pair<int64_t, int64_t>> bounds(int32_t partition) override;
     io::Task<absl::StatusOr<Chunk>> read(int32_t partition, int64_t offset, size_t max_bytes) override;
 
-   private:
     // The partition when this broker leads it in `epoch`.
     std::shared_ptr<Partition> led(int32_t partition, int32_t epoch) const;
+
+   private:
     // Appends `records` as one batch built with `options`.
     io::Task<Appended> append_batch(int32_t partition, int32_t epoch, net::RecordBatchOptions options,
                                     std::vector<runtime::Record> records);
@@ -364,6 +381,33 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
   // ListTransactions, WriteTxnMarkers.
   io::Task<absl::StatusOr<io::BufferChain>> on_txn_request(const net::RequestFrame& frame);
+  // KIP-890: asks the coordinator of `transactional_id` whether each
+  // partition belongs to the producer's ongoing transaction. The answer,
+  // by partition, is Produce's error for it (NONE when verified).
+  io::Task<std::map<txn::TopicPartition, net::Error>> verify_txn_partitions(std::string transactional_id,
+                                                                           int64_t producer_id, int16_t producer_epoch,
+                                                                           std::set<txn::TopicPartition> partitions);
+  // A transactional write's check with its coordinator (KIP-890), for a
+  // partition led here.
+  struct TxnCheck {
+    std::shared_ptr<Partition> partition;
+    uint64_t guard = 0;
+    // Produce's error for the partition (NONE: verified).
+    net::Error error = net::Error::kNone;
+  };
+  // Verifies, in one request to the coordinator, each of `partitions` on
+  // which the producer has no transaction open yet; the others need no
+  // check and are left out of the answer.
+  io::Task<std::map<txn::TopicPartition, TxnCheck>> verify_first_txn_writes(
+      std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+      std::vector<std::shared_ptr<Partition>> partitions);
+  // Whether a verified check still holds: no marker for the producer, and
+  // no new leadership, since it began.
+  bool still_verified(const TxnCheck& check, int64_t producer_id);
+  // The connection to another broker in `peers` (made again when its
+  // address changed).
+  net::Peer& peer_for(std::map<int32_t, std::unique_ptr<net::Peer>>& peers, int32_t id, const io::Address& address,
+                      std::string_view purpose);
   // Appends a commit or abort marker to a partition led here and waits
   // until the ISR has it (WriteTxnMarkers for one partition).
   io::Task<net::Error> append_marker(std::string topic, int32_t index, int64_t producer_id, int16_t producer_epoch,
@@ -453,7 +497,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   runtime::BatchedWriter txn_writer_;
   TxnHost txn_host_;
   txn::TransactionCoordinator txns_;
-  std::map<int32_t, std::unique_ptr<net::Peer>> marker_peers_;
+  // Connections to other brokers for markers and verifications.
+  std::map<int32_t, std::unique_ptr<net::Peer>> txn_peers_;
+  uint64_t next_verification_guard_ = 0;
 };
 
 // --- implementation -------------------------------------------------------

@@ -74,6 +74,14 @@ io::Task<group::CoordinatorLog::Written> Broker::write_transactional(int32_t par
   // Not through offsets_writer_: a transactional batch holds one producer's
   // records only.
   if (Error e = offsets_partitions_.check_leader(partition, epoch); e != Error::kNone) co_return Written{e, -1};
+  // A producer's first offsets of a transaction need a verification (see
+  // on_group_request) that no marker for the producer has ended since.
+  if (std::shared_ptr<Partition> p = offsets_partitions_.led(partition, epoch);
+      p != nullptr && config_.transaction_partition_verification &&
+      !p->log->producer_state().has_ongoing_transaction(producer_id)) {
+    auto entry = p->txn_verifications.find(producer_id);
+    if (entry == p->txn_verifications.end() || !entry->second.verified) co_return Written{Error::kInvalidTxnState, -1};
+  }
   const int64_t count = static_cast<int64_t>(records.size());
   const runtime::BatchAppender::Appended appended = co_await offsets_partitions_.append_transactional(
       partition, epoch, producer_id, producer_epoch, std::move(records));
@@ -366,6 +374,35 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
     }
     case net::TxnOffsetCommitRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(net::TxnOffsetCommitRequest r, net::decode_body<net::TxnOffsetCommitRequest>(frame));
+      // KIP-890: the group's __consumer_offsets partition takes a producer's
+      // first offsets of a transaction only once the transaction
+      // coordinator confirms that the transaction is ongoing and added it
+      // (AddOffsetsToTxn); write_transactional checks that no marker came
+      // since.
+      std::shared_ptr<Partition> p = find(std::string(group::kOffsetsTopic), groups_.partition_for(r.group_id));
+      if (config_.transaction_partition_verification && p != nullptr && p->is_leader(config_.node_id) &&
+          !r.transactional_id.empty()) {
+        std::vector<std::shared_ptr<Partition>> partitions{p};
+        std::map<txn::TopicPartition, TxnCheck> checks =
+            co_await verify_first_txn_writes(r.transactional_id, r.producer_id, r.producer_epoch, std::move(partitions));
+        Error e = checks.empty() ? Error::kNone : checks.begin()->second.error;
+        // TxnOffsetCommit's retriable answer for a coordinator that is busy
+        // or unreachable.
+        if (e == Error::kNotEnoughReplicas) e = Error::kCoordinatorNotAvailable;
+        if (e != Error::kNone) {
+          net::TxnOffsetCommitResponse out;
+          for (const auto& topic : r.topics) {
+            auto& t = out.topics.emplace_back();
+            t.name = topic.name;
+            for (const auto& partition : topic.partitions) {
+              auto& o = t.partitions.emplace_back();
+              o.partition_index = partition.partition_index;
+              o.error_code = net::code(e);
+            }
+          }
+          co_return net::encode_response(out, frame.header);
+        }
+      }
       net::TxnOffsetCommitResponse out = co_await groups_.txn_offset_commit(std::move(r), version);
       co_return net::encode_response(out, frame.header);
     }

@@ -110,7 +110,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::DeleteGroupsRequest::kApiKey, 0, 2},
     {net::ConsumerGroupHeartbeatRequest::kApiKey, 0, 1},
     {net::ConsumerGroupDescribeRequest::kApiKey, 0, 0},
-    {net::AddPartitionsToTxnRequest::kApiKey, 0, 3},
+    {net::AddPartitionsToTxnRequest::kApiKey, 0, 4},
     {net::AddOffsetsToTxnRequest::kApiKey, 0, 3},
     {net::EndTxnRequest::kApiKey, 0, 3},
     {net::WriteTxnMarkersRequest::kApiKey, 0, 1},
@@ -427,6 +427,45 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
     int32_t leader_epoch;
   };
   std::vector<Pending> pending;
+  // KIP-890: a producer's first transactional batch on a partition is
+  // appended only once its coordinator confirms the transaction is ongoing
+  // and added the partition; otherwise a batch that arrives after its
+  // transaction ended (a retry, a request held up in the network) would
+  // open a transaction no coordinator knows, and the partition's last
+  // stable offset would wait for it for good.
+  std::map<txn::TopicPartition, TxnCheck> checks;
+  int64_t txn_producer_id = net::kNoProducerId;
+  if (config_.transaction_partition_verification && request.transactional_id.has_value() &&
+      !request.transactional_id->empty()) {
+    int16_t producer_epoch = net::kNoProducerEpoch;
+    std::vector<std::shared_ptr<Partition>> partitions;
+    for (const auto& topic : request.topic_data) {
+      for (const auto& data : topic.partition_data) {
+        std::shared_ptr<Partition> p = find(topic.name, data.index);
+        if (p == nullptr || p->leader != config_.node_id || !data.records.has_value()) continue;
+        absl::StatusOr<net::RecordBatchHeader> h =
+            net::parse_batch_header(data.records->span(), net::BatchExtent::kHeaderOnly);
+        if (!h.ok() || !h->is_transactional() || h->producer_id < 0) continue;
+        if (txn_producer_id == net::kNoProducerId) {
+          txn_producer_id = h->producer_id;
+          producer_epoch = h->producer_epoch;
+        }
+        // One producer per request: a batch of another is not verified,
+        // so it is refused.
+        if (h->producer_id != txn_producer_id) {
+          checks.insert_or_assign(txn::TopicPartition{topic.name, data.index},
+                                  TxnCheck{p, 0, net::Error::kInvalidTxnState});
+          continue;
+        }
+        partitions.push_back(std::move(p));
+      }
+    }
+    if (!partitions.empty()) {
+      std::map<txn::TopicPartition, TxnCheck> verified = co_await verify_first_txn_writes(
+          *request.transactional_id, txn_producer_id, producer_epoch, std::move(partitions));
+      checks.merge(verified);
+    }
+  }
   response.responses.reserve(request.topic_data.size());
   for (auto& topic : request.topic_data) {
     auto& topic_out = response.responses.emplace_back();
@@ -466,6 +505,19 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         out.error_message = fmt::format("the ISR has {} replicas; min.insync.replicas is {}", p->isr.size(),
                                         p->min_insync_replicas);
         continue;
+      }
+      if (auto c = checks.find(txn::TopicPartition{topic.name, data.index}); c != checks.end()) {
+        if (c->second.error != net::Error::kNone) {
+          fail(c->second.error);
+          continue;
+        }
+        // Verified, but a marker for the producer (or a new leadership) may
+        // have come since: then the transaction it was verified for is over.
+        if (!still_verified(c->second, txn_producer_id)) {
+          fail(net::Error::kInvalidTxnState);
+          out.error_message = "the transaction ended while the batch was verified";
+          continue;
+        }
       }
       const int32_t leader_epoch = p->leader_epoch;
       absl::StatusOr<storage::AppendResult> appended =

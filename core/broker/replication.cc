@@ -252,16 +252,10 @@ io::Task<void> Broker::fetcher_loop(int32_t leader) {
       fp.partition_max_bytes = config_.replica_fetch_max_bytes;
       sent.push_back(Sent{p, p->leader_epoch, fp.fetch_offset});
     }
-    auto peer = broker_peers_.find(leader);
-    if (peer == broker_peers_.end() || !(peer->second->address() == *address)) {
-      peer = broker_peers_
-                 .insert_or_assign(leader, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), *address,
-                                                                       fmt::format("replica-{}", config_.node_id)))
-                 .first;
-    }
+    net::Peer& peer = peer_for(broker_peers_, leader, *address, "replica");
     const io::Duration timeout = config_.replica_fetch_wait_max + 10s;
     absl::StatusOr<net::FetchResponse> response =
-        co_await peer->second->call<net::FetchResponse>(request, kReplicaFetchVersion, timeout);
+        co_await peer.call<net::FetchResponse>(request, kReplicaFetchVersion, timeout);
     if (!response.ok() || response->error_code != 0) {
       if (!response.ok()) {
         ctx_->log().debug("broker: fetch from {}: {}", leader, response.status().ToString());

@@ -35,6 +35,8 @@ const std::string& txn_topic() {
 
 // How long one WriteTxnMarkers to another broker may take.
 constexpr io::Duration kMarkerRequestTimeout = 30s;
+// How long a transaction coordinator may take to verify a partition.
+constexpr io::Duration kVerifyRequestTimeout = 10s;
 
 }  // namespace
 
@@ -59,11 +61,20 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
   while (!left.empty()) {
     if (!still_coordinator()) co_return Error::kNotCoordinator;
     // The partitions by their leader now; a partition whose topic is gone
-    // needs no marker.
+    // needs no marker. AddPartitionsToTxn takes only partitions this
+    // broker knows, but AddOffsetsToTxn may name __consumer_offsets before
+    // it is made (clients look up the group's coordinator, which makes it,
+    // afterwards): that topic is made here if need be, never taken as gone.
     std::map<int32_t, std::vector<txn::TopicPartition>> by_leader;
+    bool offsets_topic_missing = false;
     for (auto it = left.begin(); it != left.end();) {
       const metadata::TopicImage* t = b.image_.topics().topic(it->first);
       const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(it->second);
+      if (reg == nullptr && it->first == group::kOffsetsTopic) {
+        offsets_topic_missing = true;
+        ++it;
+        continue;
+      }
       if (reg == nullptr) {
         it = left.erase(it);
         continue;
@@ -71,6 +82,7 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
       if (reg->leader >= 0) by_leader[reg->leader].push_back(*it);
       ++it;
     }
+    if (offsets_topic_missing) (void)co_await b.ensure_offsets_topic();
     for (const auto& [leader, partitions] : by_leader) {
       std::vector<std::pair<txn::TopicPartition, Error>> results;
       if (leader == b.config_.node_id) {
@@ -82,13 +94,7 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
       } else {
         std::optional<io::Address> address = b.broker_address(leader);
         if (!address.has_value()) continue;
-        auto peer = b.marker_peers_.find(leader);
-        if (peer == b.marker_peers_.end() || !(peer->second->address() == *address)) {
-          peer = b.marker_peers_
-                     .insert_or_assign(leader, std::make_unique<net::Peer>(b.ctx_->network(), b.ctx_->clock(), *address,
-                                                                           fmt::format("txn-markers-{}", b.config_.node_id)))
-                     .first;
-        }
+        net::Peer& peer = b.peer_for(b.txn_peers_, leader, *address, "txn-markers");
         net::WriteTxnMarkersRequest request;
         auto& m = request.markers.emplace_back();
         m.producer_id = markers.producer_id;
@@ -100,7 +106,7 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
           m.topics.back().partition_indexes.push_back(tp.second);
         }
         absl::StatusOr<net::WriteTxnMarkersResponse> response =
-            co_await peer->second->call<net::WriteTxnMarkersResponse>(request, 1, kMarkerRequestTimeout);
+            co_await peer.call<net::WriteTxnMarkersResponse>(request, 1, kMarkerRequestTimeout);
         if (!response.ok()) {
           b.ctx_->log().debug("transaction coordinator: markers to {}: {}", leader, response.status().ToString());
           continue;
@@ -145,6 +151,9 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
   if (!p->is_leader(config_.node_id)) co_return Error::kNotLeaderOrFollower;
   // Markers are written with acks=all.
   if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Error::kNotEnoughReplicas;
+  // The producer's transaction here ends with this marker: a batch verified
+  // for it but not yet appended must not start another (KIP-890).
+  p->txn_verifications.erase(producer_id);
   net::TxnMarkerBatch marker;
   marker.type = commit ? net::ControlRecordType::kCommit : net::ControlRecordType::kAbort;
   marker.producer_id = producer_id;
@@ -171,6 +180,135 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
   }
   if (topic == group::kOffsetsTopic) groups_.complete_transaction(index, producer_id, commit);
   co_return Error::kNone;
+}
+
+net::Peer& Broker::peer_for(std::map<int32_t, std::unique_ptr<net::Peer>>& peers, int32_t id,
+                            const io::Address& address, std::string_view purpose) {
+  auto it = peers.find(id);
+  if (it == peers.end() || !(it->second->address() == address)) {
+    it = peers
+             .insert_or_assign(id, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
+                                                               fmt::format("{}-{}", purpose, config_.node_id)))
+             .first;
+  }
+  return *it->second;
+}
+
+// --- verification (KIP-890) -------------------------------------------------------
+
+io::Task<std::map<txn::TopicPartition, Error>> Broker::verify_txn_partitions(std::string transactional_id,
+                                                                             int64_t producer_id,
+                                                                             int16_t producer_epoch,
+                                                                             std::set<txn::TopicPartition> partitions) {
+  std::map<txn::TopicPartition, Error> out;
+  auto all = [&](Error e) {
+    for (const txn::TopicPartition& tp : partitions) out[tp] = e;
+    return out;
+  };
+  // The coordinator is the leader of the id's __transaction_state partition.
+  const metadata::TopicImage* t = image_.topics().topic(txn_topic());
+  const metadata::PartitionRegistration* reg =
+      t == nullptr ? nullptr : t->partition(txns_.partition_for(transactional_id));
+  if (reg == nullptr || reg->leader < 0) co_return all(Error::kNotEnoughReplicas);
+  net::AddPartitionsToTxnRequest request;
+  auto& txn = request.transactions.emplace_back();
+  txn.transactional_id = transactional_id;
+  txn.producer_id = producer_id;
+  txn.producer_epoch = producer_epoch;
+  txn.verify_only = true;
+  for (const txn::TopicPartition& tp : partitions) {
+    if (txn.topics.empty() || txn.topics.back().name != tp.first) txn.topics.emplace_back().name = tp.first;
+    txn.topics.back().partitions.push_back(tp.second);
+  }
+  constexpr int16_t kVersion = 4;
+  net::AddPartitionsToTxnResponse response;
+  if (reg->leader == config_.node_id) {
+    response = co_await txns_.add_partitions(std::move(request), kVersion);
+  } else {
+    std::optional<io::Address> address = broker_address(reg->leader);
+    if (!address.has_value()) co_return all(Error::kNotEnoughReplicas);
+    net::Peer& peer = peer_for(txn_peers_, reg->leader, *address, "txn-verify");
+    absl::StatusOr<net::AddPartitionsToTxnResponse> answer =
+        co_await peer.call<net::AddPartitionsToTxnResponse>(request, kVersion, kVerifyRequestTimeout);
+    if (!answer.ok()) {
+      ctx_->log().debug("broker: verifying {} with {}: {}", transactional_id, reg->leader,
+                        answer.status().ToString());
+      co_return all(Error::kNotEnoughReplicas);
+    }
+    response = *std::move(answer);
+  }
+  // Produce's answers, as Kafka gives them to producers before KIP-890's
+  // second part: a coordinator that is busy, moving or unreachable is
+  // NOT_ENOUGH_REPLICAS (retriable for every client); a fenced producer is
+  // INVALID_PRODUCER_EPOCH.
+  auto for_produce = [](Error e) {
+    switch (e) {
+      case Error::kNotCoordinator:
+      case Error::kCoordinatorNotAvailable:
+      case Error::kCoordinatorLoadInProgress:
+      case Error::kConcurrentTransactions:
+        return Error::kNotEnoughReplicas;
+      case Error::kProducerFenced:
+        return Error::kInvalidProducerEpoch;
+      default:
+        return e;
+    }
+  };
+  if (response.error_code != 0) co_return all(for_produce(static_cast<Error>(response.error_code)));
+  // A partition the answer leaves out is not verified.
+  all(Error::kInvalidTxnState);
+  for (const auto& result : response.results_by_transaction) {
+    if (result.transactional_id != transactional_id) continue;
+    for (const auto& topic : result.topic_results) {
+      for (const auto& pr : topic.results_by_partition) {
+        auto it = out.find(txn::TopicPartition{topic.name, pr.partition_index});
+        if (it != out.end()) it->second = for_produce(static_cast<Error>(pr.partition_error_code));
+      }
+    }
+  }
+  co_return out;
+}
+
+io::Task<std::map<txn::TopicPartition, Broker::TxnCheck>> Broker::verify_first_txn_writes(
+    std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+    std::vector<std::shared_ptr<Partition>> partitions) {
+  std::map<txn::TopicPartition, TxnCheck> checks;
+  std::set<txn::TopicPartition> asked;
+  for (const std::shared_ptr<Partition>& p : partitions) {
+    if (p->log->producer_state().has_ongoing_transaction(producer_id)) continue;
+    // Checks of one producer's writes share a guard until a marker for it
+    // ends them.
+    auto [entry, fresh] = p->txn_verifications.try_emplace(producer_id);
+    if (fresh) entry->second.guard = ++next_verification_guard_;
+    ++entry->second.in_flight;
+    const txn::TopicPartition tp{p->topic, p->index};
+    checks.insert_or_assign(tp, TxnCheck{p, entry->second.guard, Error::kNone});
+    asked.insert(tp);
+  }
+  if (asked.empty()) co_return checks;
+  std::map<txn::TopicPartition, Error> answers =
+      co_await verify_txn_partitions(std::move(transactional_id), producer_id, producer_epoch, std::move(asked));
+  for (auto& [tp, check] : checks) {
+    auto answer = answers.find(tp);
+    check.error = answer == answers.end() ? Error::kInvalidTxnState : answer->second;
+    auto entry = check.partition->txn_verifications.find(producer_id);
+    if (entry == check.partition->txn_verifications.end() || entry->second.guard != check.guard) continue;
+    --entry->second.in_flight;
+    if (check.error == Error::kNone) {
+      entry->second.verified = true;
+    } else if (entry->second.in_flight == 0 && !entry->second.verified) {
+      // A failed check's entry goes once no other one shares it.
+      check.partition->txn_verifications.erase(entry);
+    }
+  }
+  co_return checks;
+}
+
+bool Broker::still_verified(const TxnCheck& check, int64_t producer_id) {
+  if (check.error != Error::kNone) return false;
+  if (find(check.partition->topic, check.partition->index) != check.partition) return false;
+  auto entry = check.partition->txn_verifications.find(producer_id);
+  return entry != check.partition->txn_verifications.end() && entry->second.guard == check.guard;
 }
 
 // --- loading ----------------------------------------------------------------------
