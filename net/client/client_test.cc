@@ -21,6 +21,16 @@
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
 #include "net/client/producer.h"
+#include "net/kafka/messages/add_partitions_to_txn_request.h"
+#include "net/kafka/messages/add_partitions_to_txn_response.h"
+#include "net/kafka/messages/end_txn_request.h"
+#include "net/kafka/messages/end_txn_response.h"
+#include "net/kafka/messages/find_coordinator_request.h"
+#include "net/kafka/messages/find_coordinator_response.h"
+#include "net/kafka/messages/init_producer_id_request.h"
+#include "net/kafka/messages/init_producer_id_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
 #include "sim/broker.h"
 #include "sim/world.h"
 
@@ -194,6 +204,119 @@ TEST_F(ClientTest, EveryCodecKeysHeadersTimestampsRoundTrip) {
     }
     for (int32_t p = 0; p < 3; ++p) {
       EXPECT_EQ(consumer.position(TopicPartition("rt", p)), consumer.end_offset_seen(TopicPartition("rt", p)));
+    }
+  });
+}
+
+// A transactional producer's aborted transaction between two committed
+// ones (raw requests, as librdkafka sends them): a read_committed consumer
+// skips the aborted batch by the fetch's aborted-transaction list, a
+// read_uncommitted one returns everything.
+TEST_F(ClientTest, ReadCommittedSkipsAbortedTransactions) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    Cluster cluster(ctx, options());
+    co_await create(cluster, "tx", 1);
+    const std::string tid = "client-test-tx";
+    net::Peer* peer = nullptr;
+    while (peer == nullptr) {
+      std::vector<std::string> topics{"tx"};
+      (void)co_await cluster.refresh(std::move(topics));
+      peer = cluster.broker(cluster.leader(TopicPartition("tx", 0)));
+      if (peer == nullptr) co_await ctx.clock().sleep_for(100ms);
+    }
+    // The transaction coordinator (its topic is made on first lookup).
+    net::InitProducerIdResponse ids;
+    ids.error_code = -1;
+    for (int attempt = 0; attempt < 100 && ids.error_code != 0; ++attempt) {
+      net::FindCoordinatorRequest find;
+      find.key = tid;
+      find.key_type = 1;
+      (void)co_await peer->call<net::FindCoordinatorResponse>(find, 2, 5s);
+      net::InitProducerIdRequest init;
+      init.transactional_id = tid;
+      init.transaction_timeout_ms = 60000;
+      absl::StatusOr<net::InitProducerIdResponse> r = co_await peer->call<net::InitProducerIdResponse>(init, 4, 5s);
+      if (r.ok()) ids = *r;
+      if (ids.error_code != 0) co_await ctx.clock().sleep_for(200ms);
+    }
+    EXPECT_EQ(ids.error_code, 0);
+    int32_t sequence = 0;
+    // One transaction of three records, committed or aborted.
+    auto transaction = [&](std::string name, bool commit) -> io::Task<void> {
+      net::AddPartitionsToTxnRequest add;
+      add.v3_and_below_transactional_id = tid;
+      add.v3_and_below_producer_id = ids.producer_id;
+      add.v3_and_below_producer_epoch = ids.producer_epoch;
+      auto& t = add.v3_and_below_topics.emplace_back();
+      t.name = "tx";
+      t.partitions = {0};
+      int16_t added = -1;
+      for (int attempt = 0; attempt < 50 && added != 0; ++attempt) {
+        absl::StatusOr<net::AddPartitionsToTxnResponse> r = co_await peer->call<net::AddPartitionsToTxnResponse>(add, 3, 5s);
+        added = r.ok() && !r->results_by_topic_v3_and_below.empty()
+                    ? r->results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+                    : int16_t{-1};
+        if (added != 0) co_await ctx.clock().sleep_for(100ms);
+      }
+      EXPECT_EQ(added, 0) << name;
+      net::RecordBatchOptions options;
+      options.producer_id = ids.producer_id;
+      options.producer_epoch = ids.producer_epoch;
+      options.base_sequence = sequence;
+      options.transactional = true;
+      net::RecordBatchBuilder builder(options);
+      for (int i = 0; i < 3; ++i) {
+        net::NewRecord record;
+        record.timestamp_ms = 1'600'000'000'000;
+        record.value = io::Buffer::copy_of(fmt::format("{}-{}", name, i));
+        builder.append(std::move(record));
+      }
+      sequence += 3;
+      net::ProduceRequest produce;
+      produce.transactional_id = tid;
+      produce.acks = -1;
+      produce.timeout_ms = 5000;
+      auto& pt = produce.topic_data.emplace_back();
+      pt.name = "tx";
+      auto& pp = pt.partition_data.emplace_back();
+      pp.index = 0;
+      pp.records = *builder.build();
+      absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
+      EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0) << name;
+      net::EndTxnRequest end;
+      end.transactional_id = tid;
+      end.producer_id = ids.producer_id;
+      end.producer_epoch = ids.producer_epoch;
+      end.committed = commit;
+      int16_t ended = -1;
+      for (int attempt = 0; attempt < 50 && ended != 0; ++attempt) {
+        absl::StatusOr<net::EndTxnResponse> r = co_await peer->call<net::EndTxnResponse>(end, 1, 5s);
+        ended = r.ok() ? r->error_code : int16_t{-1};
+        if (ended != 0) co_await ctx.clock().sleep_for(100ms);
+      }
+      EXPECT_EQ(ended, 0) << name;
+    };
+    co_await transaction("first", true);
+    co_await transaction("aborted", false);
+    co_await transaction("second", true);
+
+    const std::array<IsolationLevel, 2> isolations{IsolationLevel::kReadCommitted, IsolationLevel::kReadUncommitted};
+    for (const IsolationLevel isolation : isolations) {
+      ConsumerConfig cc;
+      cc.client = options();
+      cc.auto_offset_reset = OffsetReset::kEarliest;
+      cc.isolation = isolation;
+      Consumer consumer(ctx, cc);
+      consumer.assign({TopicPartition("tx", 0)});
+      const bool committed = isolation == IsolationLevel::kReadCommitted;
+      std::vector<ConsumerRecord> got = co_await read(consumer, committed ? 6 : 9);
+      std::vector<std::string> values;
+      for (const ConsumerRecord& r : got) values.push_back(text(r.value));
+      const std::vector<std::string> want =
+          committed ? std::vector<std::string>{"first-0", "first-1", "first-2", "second-0", "second-1", "second-2"}
+                    : std::vector<std::string>{"first-0",   "first-1",   "first-2",  "aborted-0", "aborted-1",
+                                               "aborted-2", "second-0", "second-1", "second-2"};
+      EXPECT_EQ(values, want) << (committed ? "read_committed" : "read_uncommitted");
     }
   });
 }

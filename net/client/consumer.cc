@@ -117,13 +117,37 @@ io::Task<absl::Status> Consumer::reset_positions() {
   co_return absl::OkStatus();
 }
 
-absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& records, int64_t high_watermark) {
+namespace {
+
+// Whether a control batch is an abort marker (its one record's key says so).
+bool is_abort_marker(const net::BatchView& batch) {
+  absl::StatusOr<std::vector<net::Record>> records = net::decode_records(batch.bytes, 1 << 16);
+  if (!records.ok() || records->empty() || !(*records)[0].key.has_value()) return false;
+  absl::StatusOr<net::ControlRecordKey> key = net::decode_control_record_key((*records)[0].key->span());
+  return key.ok() && key->type == net::ControlRecordType::kAbort;
+}
+
+}  // namespace
+
+absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& records, int64_t high_watermark,
+                                    const std::vector<net::FetchResponse::AbortedTransaction>* aborted) {
   PartitionState& st = state_[tp];
   if (!st.fetch_offset.has_value()) return absl::OkStatus();
   net::BatchIteratorOptions options;
   options.crc = config_.check_crcs ? net::CrcCheck::kVerify : net::CrcCheck::kSkip;
   net::BatchIterator it(records, options);
   int64_t next = *st.fetch_offset;
+  // read_committed (Kafka's consumer): the fetch names each aborted
+  // transaction that overlaps it by producer id and first offset; from
+  // that offset a producer's transactional batches are skipped until its
+  // abort marker.
+  std::vector<net::FetchResponse::AbortedTransaction> pending;
+  if (aborted != nullptr) {
+    pending = *aborted;
+    std::sort(pending.begin(), pending.end(),
+              [](const auto& a, const auto& b) { return a.first_offset > b.first_offset; });
+  }
+  std::set<int64_t> aborting;
   while (true) {
     absl::StatusOr<std::optional<net::BatchView>> batch = it.next();
     if (!batch.ok()) {
@@ -133,7 +157,19 @@ absl::Status Consumer::take_records(const TopicPartition& tp, const io::Buffer& 
     const net::RecordBatchHeader& h = (*batch)->header;
     stats_.bytes += (*batch)->bytes.size();
     if (h.next_offset() <= next) continue;  // already returned
-    if (!h.is_control()) {
+    bool skip = false;
+    if (aborted != nullptr && h.producer_id >= 0) {
+      while (!pending.empty() && pending.back().first_offset <= h.last_offset()) {
+        aborting.insert(pending.back().producer_id);
+        pending.pop_back();
+      }
+      if (h.is_control()) {
+        if (aborting.contains(h.producer_id) && is_abort_marker(**batch)) aborting.erase(h.producer_id);
+      } else {
+        skip = h.is_transactional() && aborting.contains(h.producer_id);
+      }
+    }
+    if (!h.is_control() && !skip) {
       absl::StatusOr<std::vector<net::Record>> decoded = net::decode_records((*batch)->bytes, std::numeric_limits<int32_t>::max());
       if (!decoded.ok()) {
         return absl::DataLossError(fmt::format("{} at offset {}: {}", tp_name(tp), h.base_offset, std::string(decoded.status().message())));
@@ -255,10 +291,14 @@ io::Task<absl::Status> Consumer::fetch_from(int32_t broker, std::vector<TopicPar
       using net::Error;
       if (p.error_code == 0) {
         if (p.records.has_value()) {
-          absl::Status taken = take_records(tp, *p.records, config_.isolation == IsolationLevel::kReadCommitted &&
-                                                                    p.last_stable_offset >= 0
-                                                                ? p.last_stable_offset
-                                                                : p.high_watermark);
+          static const std::vector<net::FetchResponse::AbortedTransaction> kNoneAborted;
+          const bool committed = config_.isolation == IsolationLevel::kReadCommitted;
+          const std::vector<net::FetchResponse::AbortedTransaction>* aborted =
+              !committed                           ? nullptr
+              : p.aborted_transactions.has_value() ? &*p.aborted_transactions
+                                                   : &kNoneAborted;
+          absl::Status taken = take_records(
+              tp, *p.records, committed && p.last_stable_offset >= 0 ? p.last_stable_offset : p.high_watermark, aborted);
           if (!taken.ok() && result.ok()) result = taken;
         } else {
           st->second.end_offset = p.high_watermark;

@@ -21,7 +21,9 @@
 //   leader answers FENCED_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER and the
 //   consumer refreshes metadata and fetches from the new leader.
 // - Records come out in offset order per partition; control batches
-//   (transaction markers) are skipped; with check.crcs every batch's CRC is
+//   (transaction markers) are skipped; under read_committed, so are the
+//   batches of aborted transactions (by the fetch's aborted-transaction
+//   list, as Kafka's consumer does); with check.crcs every batch's CRC is
 //   verified, and a corrupt batch fails poll() (the position stays before
 //   it).
 #pragma once
@@ -40,6 +42,7 @@
 #include "io/time.h"
 #include "net/client/admin.h"
 #include "net/client/cluster.h"
+#include "net/kafka/messages/fetch_response.h"
 #include "net/kafka/record_batch.h"
 
 namespace brook::client {
@@ -139,7 +142,10 @@ class Consumer {
   void reset_to(const std::vector<TopicPartition>& partitions, OffsetReset where);
   io::Task<absl::Status> reset_positions();
   io::Task<absl::Status> fetch_from(int32_t broker, std::vector<TopicPartition> partitions, io::Duration wait);
-  absl::Status take_records(const TopicPartition& tp, const io::Buffer& records, int64_t high_watermark);
+  // Buffers the fetched records past the fetch offset. `aborted` (the
+  // fetch's aborted transactions) is given under read_committed only.
+  absl::Status take_records(const TopicPartition& tp, const io::Buffer& records, int64_t high_watermark,
+                            const std::vector<net::FetchResponse::AbortedTransaction>* aborted);
   std::vector<ConsumerRecord> drain();
 
   io::Context* ctx_;
