@@ -845,25 +845,30 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
     t.partition_indexes = {0};
     r.require_stable = true;
     std::optional<int64_t> committed;
-    std::string why = "no answer";
+    // Every distinct answer short of an offset, in the order first seen.
+    std::vector<std::string> why;
+    auto note = [&why](std::string reason) {
+      if (std::find(why.begin(), why.end(), reason) == why.end()) why.push_back(std::move(reason));
+    };
     for (int attempt = 0; attempt < 60 && !committed.has_value(); ++attempt) {
       absl::StatusOr<net::OffsetFetchResponse> answer =
           co_await asker.to_coordinator_of<net::OffsetFetchResponse>(asker.group(), 0, r, 7);
       if (!answer.ok()) {
-        why = answer.status().ToString();
+        note(answer.status().ToString());
       } else if (answer->error_code != 0) {
-        why = std::string(net::error_name(answer->error_code));
+        note(std::string(net::error_name(answer->error_code)));
       } else if (answer->topics.empty() || answer->topics[0].partitions.empty()) {
         committed = -1;
       } else if (answer->topics[0].partitions[0].error_code != 0) {
-        why = std::string(net::error_name(answer->topics[0].partitions[0].error_code));
+        note(std::string(net::error_name(answer->topics[0].partitions[0].error_code)));
       } else {
         committed = answer->topics[0].partitions[0].committed_offset;
       }
       if (!committed.has_value()) co_await ctx->clock().sleep_for(1s);
     }
     if (!committed.has_value()) {
-      s->violation(fmt::format("liveness: {}'s committed offset cannot be read: {}", asker.group(), why));
+      s->violation(fmt::format("liveness: {}'s committed offset cannot be read in 60 tries: {}", asker.group(),
+                               fmt::join(why, "; ")));
       continue;
     }
     ++s->groups_checked;
