@@ -438,6 +438,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_configs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_cluster(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_log_dirs(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_producers(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_acls(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_client_quotas(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_create_topics(const net::RequestFrame& frame);

@@ -33,6 +33,8 @@
 #include "net/kafka/messages/delete_records_response.h"
 #include "net/kafka/messages/delete_topics_request.h"
 #include "net/kafka/messages/delete_topics_response.h"
+#include "net/kafka/messages/describe_producers_request.h"
+#include "net/kafka/messages/describe_producers_response.h"
 #include "net/kafka/messages/describe_cluster_request.h"
 #include "net/kafka/messages/describe_cluster_response.h"
 #include "net/kafka/messages/describe_configs_request.h"
@@ -117,6 +119,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::TxnOffsetCommitRequest::kApiKey, 0, 3},
     {net::DescribeTransactionsRequest::kApiKey, 0, 0},
     {net::ListTransactionsRequest::kApiKey, 0, 1},
+    {net::DescribeProducersRequest::kApiKey, 0, 0},
 };
 
 constexpr int64_t kListOffsetsLatest = -1;
@@ -192,6 +195,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_cluster(frame);
     case net::DescribeLogDirsRequest::kApiKey:
       co_return co_await on_describe_log_dirs(frame);
+    case net::DescribeProducersRequest::kApiKey:
+      co_return co_await on_describe_producers(frame);
     case net::DescribeAclsRequest::kApiKey:
       co_return co_await on_describe_acls(frame);
     case net::DescribeClientQuotasRequest::kApiKey:
@@ -931,6 +936,43 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_client_quotas(cons
   CO_ASSIGN_OR_RETURN(net::DescribeClientQuotasRequest request,
                       net::decode_body<net::DescribeClientQuotasRequest>(frame));
   co_return net::encode_response(controller::describe_client_quotas(image_.client_quotas(), request), frame.header);
+}
+
+// The producers a partition's leader keeps state for (KIP-664), as
+// `kafka-transactions describe-producers` and the Java admin client's
+// describeProducers read them: an open transaction's first offset shows a
+// transaction that may hang.
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_producers(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeProducersRequest request, net::decode_body<net::DescribeProducersRequest>(frame));
+  net::DescribeProducersResponse response;
+  for (const auto& topic : request.topics) {
+    auto& topic_out = response.topics.emplace_back();
+    topic_out.name = topic.name;
+    const metadata::TopicImage* t = image_.topics().topic(topic.name);
+    for (const int32_t index : topic.partition_indexes) {
+      auto& out = topic_out.partitions.emplace_back();
+      out.partition_index = index;
+      if (t == nullptr || t->partition(index) == nullptr) {
+        out.error_code = net::code(net::Error::kUnknownTopicOrPartition);
+        continue;
+      }
+      const std::shared_ptr<Partition> p = find(topic.name, index);
+      if (p == nullptr || !p->is_leader(config_.node_id) || p->log == nullptr) {
+        out.error_code = net::code(net::Error::kNotLeaderOrFollower);
+        continue;
+      }
+      for (const auto& [producer_id, entry] : p->log->producer_state().producers()) {
+        auto& producer = out.active_producers.emplace_back();
+        producer.producer_id = producer_id;
+        producer.producer_epoch = entry.producer_epoch;
+        producer.last_sequence = entry.last_sequence();
+        producer.last_timestamp = entry.last_timestamp_ms;
+        producer.coordinator_epoch = entry.coordinator_epoch;
+        producer.current_txn_start_offset = entry.current_txn_first_offset.value_or(-1);
+      }
+    }
+  }
+  co_return net::encode_response(response, frame.header);
 }
 
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_log_dirs(const net::RequestFrame& frame) {

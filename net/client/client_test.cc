@@ -21,8 +21,11 @@
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
 #include "net/client/producer.h"
+#include "net/kafka/errors.h"
 #include "net/kafka/messages/add_partitions_to_txn_request.h"
 #include "net/kafka/messages/add_partitions_to_txn_response.h"
+#include "net/kafka/messages/describe_producers_request.h"
+#include "net/kafka/messages/describe_producers_response.h"
 #include "net/kafka/messages/end_txn_request.h"
 #include "net/kafka/messages/end_txn_response.h"
 #include "net/kafka/messages/find_coordinator_request.h"
@@ -212,7 +215,9 @@ TEST_F(ClientTest, EveryCodecKeysHeadersTimestampsRoundTrip) {
 // ones (raw requests, as librdkafka sends them): a read_committed consumer
 // skips the aborted batch by the fetch's aborted-transaction list, a
 // read_uncommitted one returns everything.
-TEST_F(ClientTest, ReadCommittedSkipsAbortedTransactions) {
+// Transactions committed and aborted; DescribeProducers shows the open one
+// while it is open; read_committed consumers skip the aborted one.
+TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
   run([this](io::Context& ctx) -> io::Task<void> {
     Cluster cluster(ctx, options());
     co_await create(cluster, "tx", 1);
@@ -241,6 +246,22 @@ TEST_F(ClientTest, ReadCommittedSkipsAbortedTransactions) {
     }
     EXPECT_EQ(ids.error_code, 0);
     int32_t sequence = 0;
+    // DescribeProducers of one partition.
+    auto describe = [&](std::string topic, int32_t partition)
+        -> io::Task<net::DescribeProducersResponse::PartitionResponse> {
+      net::DescribeProducersRequest r;
+      auto& t = r.topics.emplace_back();
+      t.name = topic;
+      t.partition_indexes = {partition};
+      absl::StatusOr<net::DescribeProducersResponse> answer = co_await peer->call<net::DescribeProducersResponse>(r, 0, 5s);
+      net::DescribeProducersResponse::PartitionResponse out;
+      out.error_code = -1;
+      EXPECT_TRUE(answer.ok()) << answer.status();
+      if (answer.ok() && answer->topics.size() == 1 && answer->topics[0].partitions.size() == 1) {
+        out = answer->topics[0].partitions[0];
+      }
+      co_return out;
+    };
     // One transaction of three records, committed or aborted.
     auto transaction = [&](std::string name, bool commit) -> io::Task<void> {
       net::AddPartitionsToTxnRequest add;
@@ -283,6 +304,18 @@ TEST_F(ClientTest, ReadCommittedSkipsAbortedTransactions) {
       pp.records = *builder.build();
       absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
       EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0) << name;
+      // Open: the producer's transaction starts at the batch just written.
+      const auto open = co_await describe("tx", 0);
+      EXPECT_EQ(open.error_code, 0) << name;
+      EXPECT_EQ(open.active_producers.size(), 1u) << name;
+      if (produced.ok() && open.active_producers.size() == 1) {
+        const auto& state = open.active_producers[0];
+        EXPECT_EQ(state.producer_id, ids.producer_id);
+        EXPECT_EQ(state.producer_epoch, ids.producer_epoch);
+        EXPECT_EQ(state.last_sequence, sequence - 1);
+        EXPECT_EQ(state.last_timestamp, 1'600'000'000'000);
+        EXPECT_EQ(state.current_txn_start_offset, produced->responses[0].partition_responses[0].base_offset) << name;
+      }
       net::EndTxnRequest end;
       end.transactional_id = tid;
       end.producer_id = ids.producer_id;
@@ -299,6 +332,20 @@ TEST_F(ClientTest, ReadCommittedSkipsAbortedTransactions) {
     co_await transaction("first", true);
     co_await transaction("aborted", false);
     co_await transaction("second", true);
+    // Every transaction ended: none open; the marker keeps the coordinator
+    // epoch.
+    const auto ended = co_await describe("tx", 0);
+    EXPECT_EQ(ended.error_code, 0);
+    EXPECT_EQ(ended.active_producers.size(), 1u);
+    if (ended.active_producers.size() == 1) {
+      EXPECT_EQ(ended.active_producers[0].last_sequence, 8);
+      EXPECT_EQ(ended.active_producers[0].current_txn_start_offset, -1);
+      EXPECT_GE(ended.active_producers[0].coordinator_epoch, 0);
+    }
+    const auto no_partition = co_await describe("tx", 1);
+    EXPECT_EQ(no_partition.error_code, net::code(net::Error::kUnknownTopicOrPartition));
+    const auto no_topic = co_await describe("no-such-topic", 0);
+    EXPECT_EQ(no_topic.error_code, net::code(net::Error::kUnknownTopicOrPartition));
 
     const std::array<IsolationLevel, 2> isolations{IsolationLevel::kReadCommitted, IsolationLevel::kReadUncommitted};
     for (const IsolationLevel isolation : isolations) {
