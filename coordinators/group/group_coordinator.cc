@@ -1440,7 +1440,7 @@ net::Error GroupCoordinator::check_txn_member(const Group& g, const net::TxnOffs
 }
 
 io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::TxnOffsetCommitRequest r,
-                                                                           int16_t version) {
+                                                                           int16_t version, uint64_t verification) {
   net::TxnOffsetCommitResponse out;
   for (const auto& t : r.topics) {
     auto& to = out.topics.emplace_back();
@@ -1470,7 +1470,7 @@ io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::
   if (g->state == State::kDead) co_return fail_all(Error::kCoordinatorNotAvailable);
   if (g->converting) {
     co_await await_conversion(r.group_id);
-    co_return co_await txn_offset_commit(std::move(r), version);
+    co_return co_await txn_offset_commit(std::move(r), version, verification);
   }
   if (Error e = check_txn_member(*g, r); e != Error::kNone) co_return fail_all(e);
   struct Pending {
@@ -1515,7 +1515,8 @@ io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::
   const uint64_t write = next_txn_write_++;
   txn_writes_[write] = TxnWrite{partition, producer_id, std::nullopt};
   const CoordinatorLog::Written w =
-      co_await log_->write_transactional(partition, epoch, producer_id, r.producer_epoch, std::move(records));
+      co_await log_->write_transactional(partition, epoch, producer_id, r.producer_epoch, verification,
+                                         std::move(records));
   const std::optional<bool> ended = txn_writes_[write].ended;
   txn_writes_.erase(write);
   g = find(group_id);

@@ -168,8 +168,11 @@ class CoordinatorLog : public runtime::RecordLog {
   // Appends `records` as one transactional batch of `producer_id` /
   // `producer_epoch` (no sequence numbers) to `partition` as its leader in
   // `epoch`, alone in its batch, and returns once committed (as write()).
+  // `verification` is the TxnOffsetCommit's verification guard (KIP-890;
+  // 0 for none), passed on as the request came.
   virtual io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id,
-                                                int16_t producer_epoch, std::vector<CoordinatorRecord> records) = 0;
+                                                int16_t producer_epoch, uint64_t verification,
+                                                std::vector<CoordinatorRecord> records) = 0;
 };
 
 // The error a group API answers when a coordinator write failed (Kafka's
@@ -233,8 +236,10 @@ class GroupCoordinator final : public runtime::Coordinator {
   net::ListGroupsResponse list_groups(const net::ListGroupsRequest& request, int16_t version);
   io::Task<net::DeleteGroupsResponse> delete_groups(net::DeleteGroupsRequest request, int16_t version);
   // TxnOffsetCommit v0-3: offsets written in a transactional batch of the
-  // request's producer, pending until the transaction ends.
-  io::Task<net::TxnOffsetCommitResponse> txn_offset_commit(net::TxnOffsetCommitRequest request, int16_t version);
+  // request's producer, pending until the transaction ends. `verification`
+  // goes to CoordinatorLog::write_transactional.
+  io::Task<net::TxnOffsetCommitResponse> txn_offset_commit(net::TxnOffsetCommitRequest request, int16_t version,
+                                                           uint64_t verification = 0);
   // A commit or abort marker of `producer_id` was written to `partition`
   // (led here): its pending offsets there become committed, or are dropped.
   void complete_transaction(int32_t partition, int64_t producer_id, bool commit);

@@ -38,7 +38,7 @@ class MemoryLog final : public CoordinatorLog {
     next_ += static_cast<int64_t>(records.size());
     co_return Written{Error::kNone, base};
   }
-  io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t, int16_t,
+  io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t, int16_t, uint64_t,
                                         std::vector<CoordinatorRecord> records) override {
     co_return co_await write(partition, epoch, std::move(records));
   }

@@ -42,8 +42,9 @@ class MemoryLog final : public CoordinatorLog {
     co_return co_await append(partition, epoch, -1, std::move(records));
   }
   io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id, int16_t producer_epoch,
-                                        std::vector<CoordinatorRecord> records) override {
+                                        uint64_t verification, std::vector<CoordinatorRecord> records) override {
     (void)producer_epoch;
+    (void)verification;
     ++transactional_writes;
     co_return co_await append(partition, epoch, producer_id, std::move(records));
   }

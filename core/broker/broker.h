@@ -312,9 +312,12 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // here (batched with the writes queued meanwhile) and waits for the ISR.
   io::Task<Written> write(int32_t partition, int32_t epoch, std::vector<group::CoordinatorRecord> records) override;
   // group::CoordinatorLog: TxnOffsetCommit's records, alone in a
-  // transactional batch of the producer, and the wait for the ISR.
+  // transactional batch of the producer, and the wait for the ISR. With
+  // transaction.partition.verification.enable, a producer without an open
+  // transaction there needs `verification` to be the guard its request was
+  // verified under (verify_first_txn_writes), still unended by a marker.
   io::Task<Written> write_transactional(int32_t partition, int32_t epoch, int64_t producer_id, int16_t producer_epoch,
-                                        std::vector<group::CoordinatorRecord> records) override;
+                                        uint64_t verification, std::vector<group::CoordinatorRecord> records) override;
   // The partitions of a coordinator's internal topic as the runtime sees
   // them: appends as their leader, the wait for the high watermark, and
   // reads for the loads.

@@ -70,17 +70,21 @@ io::Task<group::CoordinatorLog::Written> Broker::write(int32_t partition, int32_
 
 io::Task<group::CoordinatorLog::Written> Broker::write_transactional(int32_t partition, int32_t epoch,
                                                                       int64_t producer_id, int16_t producer_epoch,
+                                                                      uint64_t verification,
                                                                       std::vector<group::CoordinatorRecord> records) {
   // Not through offsets_writer_: a transactional batch holds one producer's
   // records only.
   if (Error e = offsets_partitions_.check_leader(partition, epoch); e != Error::kNone) co_return Written{e, -1};
-  // A producer's first offsets of a transaction need a verification (see
-  // on_group_request) that no marker for the producer has ended since.
+  // A producer's first offsets of a transaction need the verification of
+  // this request (see on_group_request), not ended by a marker since: one
+  // made for a later transaction of the producer does not do.
   if (std::shared_ptr<Partition> p = offsets_partitions_.led(partition, epoch);
       p != nullptr && config_.transaction_partition_verification &&
       !p->log->producer_state().has_ongoing_transaction(producer_id)) {
     auto entry = p->txn_verifications.find(producer_id);
-    if (entry == p->txn_verifications.end() || !entry->second.verified) co_return Written{Error::kInvalidTxnState, -1};
+    if (entry == p->txn_verifications.end() || !entry->second.verified || entry->second.guard != verification) {
+      co_return Written{Error::kInvalidTxnState, -1};
+    }
   }
   const int64_t count = static_cast<int64_t>(records.size());
   const runtime::BatchAppender::Appended appended = co_await offsets_partitions_.append_transactional(
@@ -378,7 +382,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
       // first offsets of a transaction only once the transaction
       // coordinator confirms that the transaction is ongoing and added it
       // (AddOffsetsToTxn); write_transactional checks that no marker came
-      // since.
+      // since, by the check's guard.
+      uint64_t verification = 0;
       std::shared_ptr<Partition> p = find(std::string(group::kOffsetsTopic), groups_.partition_for(r.group_id));
       if (config_.transaction_partition_verification && p != nullptr && p->is_leader(config_.node_id) &&
           !r.transactional_id.empty()) {
@@ -386,6 +391,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
         std::map<txn::TopicPartition, TxnCheck> checks =
             co_await verify_first_txn_writes(r.transactional_id, r.producer_id, r.producer_epoch, std::move(partitions));
         Error e = checks.empty() ? Error::kNone : checks.begin()->second.error;
+        if (!checks.empty()) verification = checks.begin()->second.guard;
         // TxnOffsetCommit's retriable answer for a coordinator that is busy
         // or unreachable.
         if (e == Error::kNotEnoughReplicas) e = Error::kCoordinatorNotAvailable;
@@ -403,7 +409,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
           co_return net::encode_response(out, frame.header);
         }
       }
-      net::TxnOffsetCommitResponse out = co_await groups_.txn_offset_commit(std::move(r), version);
+      net::TxnOffsetCommitResponse out = co_await groups_.txn_offset_commit(std::move(r), version, verification);
       co_return net::encode_response(out, frame.header);
     }
     case net::ConsumerGroupDescribeRequest::kApiKey: {
