@@ -22,6 +22,7 @@ void usage() {
                "  produce     send lines of standard input as records\n"
                "  consume     print the records of a topic\n"
                "  groups      list, describe and delete consumer groups; reset their offsets\n"
+               "  transactions  list and describe transactions; describe a partition's producers\n"
                "  perf        producer and consumer throughput and latency (perf produce|consume)\n"
                "  format      write meta.properties into a data directory\n"
                "  random-uuid print a new cluster id\n");
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   if (command == "consume") return brook::tools::consume_main(args);
   if (command == "perf") return brook::tools::perf_main(args);
   if (command == "groups") return brook::tools::groups_main(args);
+  if (command == "transactions") return brook::tools::transactions_main(args);
   if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();

@@ -55,6 +55,7 @@
 #include "net/client/consumer.h"
 #include "net/client/group.h"
 #include "net/client/producer.h"
+#include "net/client/transactions.h"
 #include "net/kafka/errors.h"
 #include "tools/client_tool.h"
 #include "tools/commands.h"
@@ -1050,6 +1051,113 @@ int groups_main(Args args) {
     return 2;
   }
   return run_client_tool("groups", [&a](io::Context& ctx) { return groups_run(ctx, &a); });
+}
+
+}  // namespace brook::tools
+
+// ---------------------------------------------------------------------------
+// brook transactions (Kafka's kafka-transactions)
+
+namespace brook::tools {
+
+namespace {
+
+constexpr std::string_view kTransactionsUsage =
+    "brook transactions --bootstrap-server H:P list\n"
+    "       | describe --transactional-id ID\n"
+    "       | describe-producers --topic T --partition P";
+
+struct TransactionsArgs {
+  client::ClientOptions client;
+  std::string action;
+  std::string transactional_id;
+  std::string topic;
+  std::optional<int32_t> partition;
+};
+
+io::Task<int> transactions_run(io::Context& ctx, const TransactionsArgs* a) {
+  client::Cluster cluster(ctx, a->client);
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "Error: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  if (a->action == "list") {
+    absl::StatusOr<std::vector<client::TransactionListing>> listed = co_await client::list_transactions(cluster);
+    if (!listed.ok()) co_return fail(listed.status());
+    std::printf("%-40s %-12s %-20s %s\n", "TransactionalId", "Coordinator", "ProducerId", "TransactionState");
+    for (const client::TransactionListing& t : *listed) {
+      std::printf("%-40s %-12d %-20lld %s\n", t.transactional_id.c_str(), t.coordinator,
+                  static_cast<long long>(t.producer_id), t.state.c_str());
+    }
+    co_return 0;
+  }
+  if (a->action == "describe") {
+    absl::StatusOr<client::TransactionDescription> d =
+        co_await client::describe_transaction(cluster, a->transactional_id);
+    if (!d.ok()) co_return fail(d.status());
+    std::vector<std::string> partitions;
+    for (const client::TopicPartition& tp : d->partitions) partitions.push_back(fmt::format("{}-{}", tp.topic, tp.partition));
+    const int64_t now_ms = io::to_ms(ctx.clock().wall_now());
+    const std::string start = d->start_time_ms < 0 ? "None" : std::to_string(d->start_time_ms);
+    const std::string duration = d->start_time_ms < 0 ? "None" : std::to_string(now_ms - d->start_time_ms);
+    std::printf("%-13s %-30s %-12s %-13s %-20s %-20s %-29s %-21s %s\n", "CoordinatorId", "TransactionalId",
+                "ProducerId", "ProducerEpoch", "TransactionState", "TransactionTimeoutMs",
+                "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions");
+    std::printf("%-13d %-30s %-12lld %-13d %-20s %-20d %-29s %-21s %s\n", d->coordinator, d->transactional_id.c_str(),
+                static_cast<long long>(d->producer_id), d->producer_epoch, d->state.c_str(), d->timeout_ms,
+                start.c_str(), duration.c_str(), absl::StrJoin(partitions, ",").c_str());
+    co_return 0;
+  }
+  absl::StatusOr<std::vector<client::ProducerState>> producers =
+      co_await client::describe_producers(cluster, client::TopicPartition(a->topic, *a->partition));
+  if (!producers.ok()) co_return fail(producers.status());
+  std::printf("%-20s %-14s %-23s %-13s %-15s %s\n", "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch",
+              "LastSequence", "LastTimestamp", "CurrentTransactionStartOffset");
+  for (const client::ProducerState& p : *producers) {
+    const std::string start = p.current_txn_start_offset < 0 ? "None" : std::to_string(p.current_txn_start_offset);
+    std::printf("%-20lld %-14d %-23d %-13d %-15lld %s\n", static_cast<long long>(p.producer_id), p.producer_epoch,
+                p.coordinator_epoch, p.last_sequence, static_cast<long long>(p.last_timestamp_ms), start.c_str());
+  }
+  co_return 0;
+}
+
+}  // namespace
+
+int transactions_main(Args args) {
+  TransactionsArgs a;
+  CommonArgs common{&a.client, &a.topic, &a.partition};
+  absl::Status parsed =
+      walk_options(args, {"list", "describe", "describe-producers"},
+                   [&](std::string_view name, std::string_view value) -> absl::Status {
+                     bool handled = false;
+                     if (absl::Status st = common.take(name, value, &handled); handled) return st;
+                     if (name == "list" || name == "describe" || name == "describe-producers") {
+                       if (!a.action.empty()) return absl::InvalidArgumentError("one action only");
+                       a.action = std::string(name);
+                     } else if (name == "--transactional-id") {
+                       a.transactional_id = std::string(value);
+                     } else {
+                       return bad_option(name, value);
+                     }
+                     return absl::OkStatus();
+                   });
+  if (!parsed.ok()) {
+    fail_usage("transactions", std::string(parsed.message()), kTransactionsUsage);
+    return 2;
+  }
+  if (!common.have_bootstrap || a.action.empty()) {
+    fail_usage("transactions", "--bootstrap-server and an action are required", kTransactionsUsage);
+    return 2;
+  }
+  if (a.action == "describe" && a.transactional_id.empty()) {
+    fail_usage("transactions", "describe needs --transactional-id", kTransactionsUsage);
+    return 2;
+  }
+  if (a.action == "describe-producers" && (a.topic.empty() || !a.partition.has_value())) {
+    fail_usage("transactions", "describe-producers needs --topic and --partition", kTransactionsUsage);
+    return 2;
+  }
+  return run_client_tool("transactions", [&a](io::Context& ctx) { return transactions_run(ctx, &a); });
 }
 
 }  // namespace brook::tools

@@ -21,11 +21,10 @@
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
 #include "net/client/producer.h"
+#include "net/client/transactions.h"
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/add_partitions_to_txn_request.h"
 #include "net/kafka/messages/add_partitions_to_txn_response.h"
-#include "net/kafka/messages/describe_producers_request.h"
-#include "net/kafka/messages/describe_producers_response.h"
 #include "net/kafka/messages/end_txn_request.h"
 #include "net/kafka/messages/end_txn_response.h"
 #include "net/kafka/messages/find_coordinator_request.h"
@@ -246,22 +245,6 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
     }
     EXPECT_EQ(ids.error_code, 0);
     int32_t sequence = 0;
-    // DescribeProducers of one partition.
-    auto describe = [&](std::string topic, int32_t partition)
-        -> io::Task<net::DescribeProducersResponse::PartitionResponse> {
-      net::DescribeProducersRequest r;
-      auto& t = r.topics.emplace_back();
-      t.name = topic;
-      t.partition_indexes = {partition};
-      absl::StatusOr<net::DescribeProducersResponse> answer = co_await peer->call<net::DescribeProducersResponse>(r, 0, 5s);
-      net::DescribeProducersResponse::PartitionResponse out;
-      out.error_code = -1;
-      EXPECT_TRUE(answer.ok()) << answer.status();
-      if (answer.ok() && answer->topics.size() == 1 && answer->topics[0].partitions.size() == 1) {
-        out = answer->topics[0].partitions[0];
-      }
-      co_return out;
-    };
     // One transaction of three records, committed or aborted.
     auto transaction = [&](std::string name, bool commit) -> io::Task<void> {
       net::AddPartitionsToTxnRequest add;
@@ -304,18 +287,29 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
       pp.records = *builder.build();
       absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
       EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0) << name;
-      // Open: the producer's transaction starts at the batch just written.
-      const auto open = co_await describe("tx", 0);
-      EXPECT_EQ(open.error_code, 0) << name;
-      EXPECT_EQ(open.active_producers.size(), 1u) << name;
-      if (produced.ok() && open.active_producers.size() == 1) {
-        const auto& state = open.active_producers[0];
+      // Open: the partition's leader shows the producer's transaction
+      // starting at the batch just written; its coordinator shows it
+      // ongoing over the partition.
+      absl::StatusOr<std::vector<ProducerState>> open = co_await describe_producers(cluster, TopicPartition("tx", 0));
+      EXPECT_TRUE(open.ok()) << open.status();
+      if (!open.ok()) co_return;
+      EXPECT_EQ(open->size(), 1u) << name;
+      if (produced.ok() && open->size() == 1) {
+        const ProducerState& state = open->front();
         EXPECT_EQ(state.producer_id, ids.producer_id);
         EXPECT_EQ(state.producer_epoch, ids.producer_epoch);
         EXPECT_EQ(state.last_sequence, sequence - 1);
-        EXPECT_EQ(state.last_timestamp, 1'600'000'000'000);
+        EXPECT_EQ(state.last_timestamp_ms, 1'600'000'000'000);
         EXPECT_EQ(state.current_txn_start_offset, produced->responses[0].partition_responses[0].base_offset) << name;
       }
+      absl::StatusOr<TransactionDescription> described = co_await describe_transaction(cluster, tid);
+      EXPECT_TRUE(described.ok()) << described.status();
+      if (!described.ok()) co_return;
+      EXPECT_EQ(described->state, "Ongoing");
+      EXPECT_EQ(described->producer_id, ids.producer_id);
+      EXPECT_EQ(described->timeout_ms, 60000);
+      EXPECT_GE(described->start_time_ms, 0);
+      EXPECT_EQ(described->partitions, std::vector<TopicPartition>{TopicPartition("tx", 0)});
       net::EndTxnRequest end;
       end.transactional_id = tid;
       end.producer_id = ids.producer_id;
@@ -334,18 +328,38 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
     co_await transaction("second", true);
     // Every transaction ended: none open; the marker keeps the coordinator
     // epoch.
-    const auto ended = co_await describe("tx", 0);
-    EXPECT_EQ(ended.error_code, 0);
-    EXPECT_EQ(ended.active_producers.size(), 1u);
-    if (ended.active_producers.size() == 1) {
-      EXPECT_EQ(ended.active_producers[0].last_sequence, 8);
-      EXPECT_EQ(ended.active_producers[0].current_txn_start_offset, -1);
-      EXPECT_GE(ended.active_producers[0].coordinator_epoch, 0);
+    absl::StatusOr<std::vector<ProducerState>> ended = co_await describe_producers(cluster, TopicPartition("tx", 0));
+    EXPECT_TRUE(ended.ok()) << ended.status();
+    if (!ended.ok()) co_return;
+    EXPECT_EQ(ended->size(), 1u);
+    if (ended->size() == 1) {
+      EXPECT_EQ(ended->front().last_sequence, 8);
+      EXPECT_EQ(ended->front().current_txn_start_offset, -1);
+      EXPECT_GE(ended->front().coordinator_epoch, 0);
     }
-    const auto no_partition = co_await describe("tx", 1);
-    EXPECT_EQ(no_partition.error_code, net::code(net::Error::kUnknownTopicOrPartition));
-    const auto no_topic = co_await describe("no-such-topic", 0);
-    EXPECT_EQ(no_topic.error_code, net::code(net::Error::kUnknownTopicOrPartition));
+    absl::StatusOr<std::vector<TransactionListing>> listed = co_await list_transactions(cluster);
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    if (!listed.ok()) co_return;
+    EXPECT_EQ(listed->size(), 1u);
+    if (listed->size() == 1) {
+      EXPECT_EQ(listed->front().transactional_id, tid);
+      EXPECT_EQ(listed->front().producer_id, ids.producer_id);
+      EXPECT_EQ(listed->front().state, "CompleteCommit");
+    }
+    absl::StatusOr<TransactionDescription> done = co_await describe_transaction(cluster, tid);
+    EXPECT_TRUE(done.ok()) << done.status();
+    if (!done.ok()) co_return;
+    EXPECT_EQ(done->state, "CompleteCommit");
+    EXPECT_TRUE(done->partitions.empty());
+    absl::StatusOr<TransactionDescription> unknown = co_await describe_transaction(cluster, "no-such-id");
+    EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound) << unknown.status();
+    absl::StatusOr<std::vector<ProducerState>> no_partition =
+        co_await describe_producers(cluster, TopicPartition("tx", 1));
+    EXPECT_TRUE(absl::StrContains(no_partition.status().message(), "UNKNOWN_TOPIC_OR_PARTITION"))
+        << no_partition.status();
+    absl::StatusOr<std::vector<ProducerState>> no_topic =
+        co_await describe_producers(cluster, TopicPartition("no-such-topic", 0));
+    EXPECT_TRUE(absl::StrContains(no_topic.status().message(), "UNKNOWN_TOPIC_OR_PARTITION")) << no_topic.status();
 
     const std::array<IsolationLevel, 2> isolations{IsolationLevel::kReadCommitted, IsolationLevel::kReadUncommitted};
     for (const IsolationLevel isolation : isolations) {

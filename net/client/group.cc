@@ -62,22 +62,6 @@ bool coordinator_error(int16_t code) {
          code == net::code(Error::kCoordinatorLoadInProgress);
 }
 
-// One group request, sent once more when the connection closed before an
-// answer came: brokers close idle connections (connections.max.idle.ms),
-// which a heartbeat interval can outlast, and the client's pooled
-// connection does not see that before it sends. Every group request is
-// safe to repeat.
-template <typename Resp, typename Req>
-io::Task<absl::StatusOr<Resp>> group_call(net::Peer* peer, const Req& request, int16_t version,
-                                          io::Duration timeout) {
-  absl::StatusOr<Resp> r = co_await peer->call<Resp>(request, version, timeout);
-  if (!r.ok() && absl::IsUnavailable(r.status()) &&
-      std::string(r.status().message()) == "connection closed by the peer") {
-    r = co_await peer->call<Resp>(request, version, timeout);
-  }
-  co_return r;
-}
-
 int32_t ms(io::Duration d) {
   return static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }
@@ -146,11 +130,11 @@ absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& 
   return out;
 }
 
-io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster,
-                                                                          const std::string& group_id) {
+io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster, const std::string& key,
+                                                                          int8_t key_type) {
   net::FindCoordinatorRequest r;
-  r.key = group_id;
-  r.key_type = 0;
+  r.key = key;
+  r.key_type = key_type;
   absl::StatusOr<net::FindCoordinatorResponse> found = co_await cluster.any().call<net::FindCoordinatorResponse>(
       r, kFindCoordinatorVersion, cluster.options().request_timeout);
   if (!found.ok()) co_return found.status();
@@ -173,7 +157,7 @@ io::Task<absl::StatusOr<std::vector<GroupListing>>> list_groups(Cluster& cluster
     if (peer == nullptr) continue;
     net::ListGroupsRequest r;
     absl::StatusOr<net::ListGroupsResponse> listed =
-        co_await group_call<net::ListGroupsResponse>(peer, r, kListGroupsVersion, cluster.options().request_timeout);
+        co_await coordinator_call<net::ListGroupsResponse>(peer, r, kListGroupsVersion, cluster.options().request_timeout);
     if (!listed.ok()) co_return listed.status();
     if (listed->error_code != 0) co_return error_status(listed->error_code, fmt::format("ListGroups to {}", id));
     for (const auto& g : listed->groups) {
@@ -188,7 +172,7 @@ io::Task<absl::StatusOr<GroupDescription>> describe_group(Cluster& cluster, cons
   CO_ASSIGN_OR_RETURN(auto coordinator, co_await find_coordinator(cluster, group_id));
   net::DescribeGroupsRequest r;
   r.groups = {group_id};
-  absl::StatusOr<net::DescribeGroupsResponse> described = co_await group_call<net::DescribeGroupsResponse>(
+  absl::StatusOr<net::DescribeGroupsResponse> described = co_await coordinator_call<net::DescribeGroupsResponse>(
       coordinator.second, r, kDescribeGroupsVersion, cluster.options().request_timeout);
   if (!described.ok()) co_return described.status();
   if (described->groups.size() != 1) co_return absl::DataLossError("DescribeGroups: not one group in the answer");
@@ -217,7 +201,7 @@ io::Task<absl::StatusOr<GroupDescription>> describe_group(Cluster& cluster, cons
   // ConsumerGroupDescribe (brokers without it, or no such group: Dead).
   net::ConsumerGroupDescribeRequest c;
   c.group_ids = {group_id};
-  absl::StatusOr<net::ConsumerGroupDescribeResponse> cd = co_await group_call<net::ConsumerGroupDescribeResponse>(
+  absl::StatusOr<net::ConsumerGroupDescribeResponse> cd = co_await coordinator_call<net::ConsumerGroupDescribeResponse>(
       coordinator.second, c, kConsumerGroupDescribeVersion, cluster.options().request_timeout);
   if (!cd.ok() || cd->groups.size() != 1 || cd->groups[0].error_code != 0) co_return out;
   const auto& cg = cd->groups[0];
@@ -243,7 +227,7 @@ io::Task<absl::Status> delete_group(Cluster& cluster, const std::string& group_i
   CO_ASSIGN_OR_RETURN(auto coordinator, co_await find_coordinator(cluster, group_id));
   net::DeleteGroupsRequest r;
   r.groups_names = {group_id};
-  absl::StatusOr<net::DeleteGroupsResponse> deleted = co_await group_call<net::DeleteGroupsResponse>(
+  absl::StatusOr<net::DeleteGroupsResponse> deleted = co_await coordinator_call<net::DeleteGroupsResponse>(
       coordinator.second, r, kDeleteGroupsVersion, cluster.options().request_timeout);
   if (!deleted.ok()) co_return deleted.status();
   for (const auto& res : deleted->results) {
@@ -294,7 +278,7 @@ io::Task<absl::StatusOr<GroupAssignment>> GroupMember::join_once() {
   auto& protocol = j.protocols.emplace_back();
   protocol.name = kRangeAssignor;
   protocol.metadata = encode_subscription(options_.topics);
-  absl::StatusOr<net::JoinGroupResponse> joined = co_await group_call<net::JoinGroupResponse>(
+  absl::StatusOr<net::JoinGroupResponse> joined = co_await coordinator_call<net::JoinGroupResponse>(
       peer, j, kJoinGroupVersion, options_.rebalance_timeout + cluster_->options().request_timeout);
   if (!joined.ok()) {
     coordinator_ = -1;
@@ -353,7 +337,7 @@ io::Task<absl::StatusOr<GroupAssignment>> GroupMember::join_once() {
     }
   }
   absl::StatusOr<net::SyncGroupResponse> synced =
-      co_await group_call<net::SyncGroupResponse>(peer, s, kSyncGroupVersion, cluster_->options().request_timeout);
+      co_await coordinator_call<net::SyncGroupResponse>(peer, s, kSyncGroupVersion, cluster_->options().request_timeout);
   if (!synced.ok()) {
     coordinator_ = -1;
     cluster_->reset(coordinator);
@@ -386,7 +370,7 @@ io::Task<absl::Status> GroupMember::heartbeat() {
   h.member_id = member_id_;
   h.group_instance_id = options_.instance_id;
   absl::StatusOr<net::HeartbeatResponse> r =
-      co_await group_call<net::HeartbeatResponse>(peer, h, kHeartbeatVersion, cluster_->options().request_timeout);
+      co_await coordinator_call<net::HeartbeatResponse>(peer, h, kHeartbeatVersion, cluster_->options().request_timeout);
   if (!r.ok()) {
     coordinator_ = -1;
     cluster_->reset(coordinator);
@@ -412,7 +396,7 @@ io::Task<absl::Status> GroupMember::commit(const std::map<TopicPartition, int64_
   }
   const int16_t version = options_.consumer_protocol ? kOffsetCommitConsumerVersion : kOffsetCommitVersion;
   absl::StatusOr<net::OffsetCommitResponse> r =
-      co_await group_call<net::OffsetCommitResponse>(peer, c, version, cluster_->options().request_timeout);
+      co_await coordinator_call<net::OffsetCommitResponse>(peer, c, version, cluster_->options().request_timeout);
   if (!r.ok()) {
     coordinator_ = -1;
     cluster_->reset(coordinator);
@@ -454,7 +438,7 @@ io::Task<absl::StatusOr<std::map<TopicPartition, int64_t>>> GroupMember::fetch_c
     f.topics.reset();  // every partition the group has an offset for
   }
   absl::StatusOr<net::OffsetFetchResponse> r =
-      co_await group_call<net::OffsetFetchResponse>(peer, f, kOffsetFetchVersion, cluster_->options().request_timeout);
+      co_await coordinator_call<net::OffsetFetchResponse>(peer, f, kOffsetFetchVersion, cluster_->options().request_timeout);
   if (!r.ok()) {
     coordinator_ = -1;
     cluster_->reset(coordinator);
@@ -483,7 +467,7 @@ io::Task<void> GroupMember::leave() {
     h.member_id = member_id_;
     h.member_epoch = -1;
     h.instance_id = options_.instance_id;
-    (void)co_await group_call<net::ConsumerGroupHeartbeatResponse>(*peer, h, kConsumerHeartbeatVersion,
+    (void)co_await coordinator_call<net::ConsumerGroupHeartbeatResponse>(*peer, h, kConsumerHeartbeatVersion,
                                                                    cluster_->options().request_timeout);
   } else if (peer.ok()) {
     net::LeaveGroupRequest l;
@@ -491,7 +475,7 @@ io::Task<void> GroupMember::leave() {
     auto& who = l.members.emplace_back();
     who.member_id = member_id_;
     who.group_instance_id = options_.instance_id;
-    (void)co_await group_call<net::LeaveGroupResponse>(*peer, l, kLeaveGroupVersion, cluster_->options().request_timeout);
+    (void)co_await coordinator_call<net::LeaveGroupResponse>(*peer, l, kLeaveGroupVersion, cluster_->options().request_timeout);
   }
   member_id_.clear();
   generation_ = -1;
@@ -536,7 +520,7 @@ io::Task<absl::StatusOr<ConsumerHeartbeat>> GroupMember::consumer_heartbeat(cons
     if (tps.empty() || tps.back().topic_id != id->second) tps.emplace_back().topic_id = id->second;
     tps.back().partitions.push_back(tp.partition);
   }
-  absl::StatusOr<net::ConsumerGroupHeartbeatResponse> r = co_await group_call<net::ConsumerGroupHeartbeatResponse>(
+  absl::StatusOr<net::ConsumerGroupHeartbeatResponse> r = co_await coordinator_call<net::ConsumerGroupHeartbeatResponse>(
       peer, h, kConsumerHeartbeatVersion, cluster_->options().request_timeout);
   if (!r.ok()) {
     coordinator_ = -1;

@@ -79,9 +79,26 @@ io::Buffer encode_assignment(const std::vector<TopicPartition>& partitions);
 absl::StatusOr<std::vector<std::string>> decode_subscription(const io::Buffer& bytes);
 absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& bytes);
 
-// The coordinator of `group_id` (FindCoordinator, then its connection).
-io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster,
-                                                                          const std::string& group_id);
+// The coordinator of `key`: a group id (key type 0) or a transactional id
+// (1). FindCoordinator, then its connection.
+io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster, const std::string& key,
+                                                                          int8_t key_type = 0);
+
+// One coordinator request, sent once more when the connection closed before
+// an answer came: brokers close idle connections (connections.max.idle.ms),
+// which a heartbeat interval can outlast, and the client's pooled
+// connection does not see that before it sends. For requests that are
+// safe to repeat (every group request is).
+template <typename Resp, typename Req>
+io::Task<absl::StatusOr<Resp>> coordinator_call(net::Peer* peer, const Req& request, int16_t version,
+                                                io::Duration timeout) {
+  absl::StatusOr<Resp> r = co_await peer->call<Resp>(request, version, timeout);
+  if (!r.ok() && absl::IsUnavailable(r.status()) &&
+      std::string(r.status().message()) == "connection closed by the peer") {
+    r = co_await peer->call<Resp>(request, version, timeout);
+  }
+  co_return r;
+}
 
 // Admin calls (Kafka's AdminClient): the groups every broker coordinates
 // (ListGroups to each), one group's description (DescribeGroups to its

@@ -386,6 +386,24 @@ def txn_checks(bootstrap, topic, prefix):
     for i in range(20):
         p.produce(topic, value=f"{prefix}-zombie-{i}".encode())
     p.flush(30)
+    # brook transactions (as kafka-transactions) shows the open transaction:
+    # at its coordinator, and at the leader of a partition it wrote to.
+    tool = [BROOK, "transactions", "--bootstrap-server", bootstrap]
+    listed = [line.split() for line in run(tool + ["list"]).decode().splitlines()[1:]]
+    check(f"{prefix}: brook transactions list shows the open transaction",
+          any(row[0] == f"{prefix}-tx" and row[3] == "Ongoing" for row in listed), str(listed))
+    described = [line.split() for line in
+                 run(tool + ["describe", "--transactional-id", f"{prefix}-tx"]).decode().splitlines()]
+    ok = len(described) == 2 and len(described[1]) == 9 and described[1][4] == "Ongoing"
+    written = described[1][8].split(",") if ok else []
+    check(f"{prefix}: brook transactions describe shows it ongoing over the partitions written",
+          ok and written and all(tp.rsplit("-", 1)[0] == topic for tp in written), str(described))
+    producer_id = described[1][2]
+    partition = written[0].rsplit("-", 1)[1]
+    producers = [line.split() for line in
+                 run(tool + ["describe-producers", "--topic", topic, "--partition", partition]).decode().splitlines()[1:]]
+    check(f"{prefix}: brook transactions describe-producers shows where it started",
+          any(row[0] == producer_id and row[5] != "None" for row in producers), str(producers))
     p2 = producer(f"{prefix}-tx")
     fenced = False
     try:
