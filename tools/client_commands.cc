@@ -1065,7 +1065,9 @@ namespace {
 constexpr std::string_view kTransactionsUsage =
     "brook transactions --bootstrap-server H:P list\n"
     "       | describe --transactional-id ID\n"
-    "       | describe-producers --topic T --partition P";
+    "       | describe-producers --topic T --partition P\n"
+    "       | find-hanging [--topic T [--partition P] | --broker-id N] [--max-transaction-timeout MINUTES]\n"
+    "       | abort --topic T --partition P --start-offset N";
 
 struct TransactionsArgs {
   client::ClientOptions client;
@@ -1073,6 +1075,9 @@ struct TransactionsArgs {
   std::string transactional_id;
   std::string topic;
   std::optional<int32_t> partition;
+  std::optional<int32_t> broker_id;
+  int64_t max_timeout_minutes = 15;  // transaction.max.timeout.ms's default
+  std::optional<int64_t> start_offset;
 };
 
 io::Task<int> transactions_run(io::Context& ctx, const TransactionsArgs* a) {
@@ -1108,6 +1113,50 @@ io::Task<int> transactions_run(io::Context& ctx, const TransactionsArgs* a) {
                 start.c_str(), duration.c_str(), absl::StrJoin(partitions, ",").c_str());
     co_return 0;
   }
+  if (a->action == "find-hanging") {
+    // The partitions: one, a topic's, those a broker holds, or every one.
+    std::vector<client::TopicPartition> partitions;
+    if (a->partition.has_value()) {
+      partitions.emplace_back(a->topic, *a->partition);
+    } else {
+      std::vector<std::string> names;
+      if (!a->topic.empty()) names.push_back(a->topic);
+      absl::StatusOr<std::vector<client::TopicInfo>> topics = co_await client::describe_topics(cluster, names);
+      if (!topics.ok()) co_return fail(topics.status());
+      for (const client::TopicInfo& t : *topics) {
+        if (t.error_code != 0) co_return fail(client::error_status(t.error_code, t.name));
+        for (const client::PartitionInfo& p : t.partitions) {
+          if (a->broker_id.has_value() && p.leader != *a->broker_id &&
+              std::find(p.replicas.begin(), p.replicas.end(), *a->broker_id) == p.replicas.end()) {
+            continue;
+          }
+          partitions.emplace_back(t.name, p.partition);
+        }
+      }
+    }
+    absl::StatusOr<std::vector<client::HangingTransaction>> hanging = co_await client::find_hanging_transactions(
+        cluster, std::move(partitions), std::chrono::minutes(a->max_timeout_minutes));
+    if (!hanging.ok()) co_return fail(hanging.status());
+    const int64_t now_ms = io::to_ms(ctx.clock().wall_now());
+    std::printf("%-30s %-10s %-20s %-14s %-17s %-12s %-15s %s\n", "Topic", "Partition", "ProducerId", "ProducerEpoch",
+                "CoordinatorEpoch", "StartOffset", "LastTimestamp", "Duration(min)");
+    for (const client::HangingTransaction& h : *hanging) {
+      std::printf("%-30s %-10d %-20lld %-14d %-17d %-12lld %-15lld %lld\n", h.partition.topic.c_str(),
+                  h.partition.partition, static_cast<long long>(h.producer.producer_id), h.producer.producer_epoch,
+                  h.producer.coordinator_epoch, static_cast<long long>(h.producer.current_txn_start_offset),
+                  static_cast<long long>(h.producer.last_timestamp_ms),
+                  static_cast<long long>((now_ms - h.producer.last_timestamp_ms) / 60000));
+    }
+    co_return 0;
+  }
+  if (a->action == "abort") {
+    absl::Status s =
+        co_await client::abort_transaction(cluster, client::TopicPartition(a->topic, *a->partition), *a->start_offset);
+    if (!s.ok()) co_return fail(s);
+    std::printf("Aborted the transaction open on %s-%d from offset %lld.\n", a->topic.c_str(), *a->partition,
+                static_cast<long long>(*a->start_offset));
+    co_return 0;
+  }
   absl::StatusOr<std::vector<client::ProducerState>> producers =
       co_await client::describe_producers(cluster, client::TopicPartition(a->topic, *a->partition));
   if (!producers.ok()) co_return fail(producers.status());
@@ -1127,15 +1176,22 @@ int transactions_main(Args args) {
   TransactionsArgs a;
   CommonArgs common{&a.client, &a.topic, &a.partition};
   absl::Status parsed =
-      walk_options(args, {"list", "describe", "describe-producers"},
+      walk_options(args, {"list", "describe", "describe-producers", "find-hanging", "abort"},
                    [&](std::string_view name, std::string_view value) -> absl::Status {
                      bool handled = false;
                      if (absl::Status st = common.take(name, value, &handled); handled) return st;
-                     if (name == "list" || name == "describe" || name == "describe-producers") {
+                     if (name == "list" || name == "describe" || name == "describe-producers" ||
+                         name == "find-hanging" || name == "abort") {
                        if (!a.action.empty()) return absl::InvalidArgumentError("one action only");
                        a.action = std::string(name);
                      } else if (name == "--transactional-id") {
                        a.transactional_id = std::string(value);
+                     } else if (name == "--broker-id" && parse_number(value).value_or(INT32_MAX + 1LL) <= INT32_MAX) {
+                       a.broker_id = static_cast<int32_t>(*parse_number(value));
+                     } else if (name == "--max-transaction-timeout" && parse_number(value).value_or(0) > 0) {
+                       a.max_timeout_minutes = *parse_number(value);
+                     } else if (name == "--start-offset" && parse_number(value).has_value()) {
+                       a.start_offset = *parse_number(value);
                      } else {
                        return bad_option(name, value);
                      }
@@ -1153,8 +1209,16 @@ int transactions_main(Args args) {
     fail_usage("transactions", "describe needs --transactional-id", kTransactionsUsage);
     return 2;
   }
-  if (a.action == "describe-producers" && (a.topic.empty() || !a.partition.has_value())) {
-    fail_usage("transactions", "describe-producers needs --topic and --partition", kTransactionsUsage);
+  if ((a.action == "describe-producers" || a.action == "abort") && (a.topic.empty() || !a.partition.has_value())) {
+    fail_usage("transactions", fmt::format("{} needs --topic and --partition", a.action), kTransactionsUsage);
+    return 2;
+  }
+  if (a.action == "abort" && !a.start_offset.has_value()) {
+    fail_usage("transactions", "abort needs --start-offset", kTransactionsUsage);
+    return 2;
+  }
+  if (a.action == "find-hanging" && a.partition.has_value() && a.topic.empty()) {
+    fail_usage("transactions", "--partition needs --topic", kTransactionsUsage);
     return 2;
   }
   return run_client_tool("transactions", [&a](io::Context& ctx) { return transactions_run(ctx, &a); });

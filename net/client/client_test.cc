@@ -75,7 +75,9 @@ class ClientTest : public ::testing::Test {
  protected:
   using Body = std::function<io::Task<void>(io::Context&)>;
 
-  ClientTest() : world_(7) {
+  ClientTest() : ClientTest(true) {}
+  // `txn_partition_verification`: transaction.partition.verification.enable.
+  explicit ClientTest(bool txn_partition_verification) : world_(7) {
     sim::Node& server = world_.add_node();
     broker_ = server.address(9092);
     controller_ = server.address(9093);
@@ -83,6 +85,7 @@ class ClientTest : public ::testing::Test {
     o.brokers = {broker_};
     o.controllers = {controller_};
     o.partitions = 3;
+    o.txn_partition_verification = txn_partition_verification;
     server.start([o](io::Context& ctx) { return sim::server_node_main(&ctx, o); });
   }
 
@@ -310,6 +313,15 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
       EXPECT_EQ(described->timeout_ms, 60000);
       EXPECT_GE(described->start_time_ms, 0);
       EXPECT_EQ(described->partitions, std::vector<TopicPartition>{TopicPartition("tx", 0)});
+      // Its records are years old (their timestamps), but the coordinator
+      // holds it ongoing there: not hanging.
+      std::vector<TopicPartition> partitions{TopicPartition("tx", 0)};
+      absl::StatusOr<std::vector<HangingTransaction>> hanging =
+          co_await find_hanging_transactions(cluster, partitions, 1min);
+      EXPECT_TRUE(hanging.ok()) << hanging.status();
+      if (hanging.ok()) {
+        EXPECT_TRUE(hanging->empty()) << name;
+      }
       net::EndTxnRequest end;
       end.transactional_id = tid;
       end.producer_id = ids.producer_id;
@@ -379,6 +391,120 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
                                                "aborted-2", "second-0", "second-1", "second-2"};
       EXPECT_EQ(values, want) << (committed ? "read_committed" : "read_uncommitted");
     }
+  });
+}
+
+// Without transaction.partition.verification.enable a transactional batch
+// that no AddPartitionsToTxn announced (as one held up in the network until
+// after its transaction ended) opens a transaction no coordinator knows:
+// find_hanging_transactions finds it once it is older than the longest
+// transaction timeout, and abort_transaction ends it.
+class HangingTransactionTest : public ClientTest {
+ protected:
+  HangingTransactionTest() : ClientTest(false) {}
+};
+
+TEST_F(HangingTransactionTest, FoundOnceOlderThanTheLongestTimeoutAndAborted) {
+  run([this](io::Context& ctx) -> io::Task<void> {
+    Cluster cluster(ctx, options());
+    co_await create(cluster, "hang", 1);
+    const TopicPartition tp("hang", 0);
+    const std::string tid = "hanging-tx";
+    net::Peer* peer = nullptr;
+    while (peer == nullptr) {
+      std::vector<std::string> topics{"hang"};
+      (void)co_await cluster.refresh(std::move(topics));
+      peer = cluster.broker(cluster.leader(tp));
+      if (peer == nullptr) co_await ctx.clock().sleep_for(100ms);
+    }
+    net::InitProducerIdResponse ids;
+    ids.error_code = -1;
+    for (int attempt = 0; attempt < 100 && ids.error_code != 0; ++attempt) {
+      net::FindCoordinatorRequest find;
+      find.key = tid;
+      find.key_type = 1;
+      (void)co_await peer->call<net::FindCoordinatorResponse>(find, 2, 5s);
+      net::InitProducerIdRequest init;
+      init.transactional_id = tid;
+      init.transaction_timeout_ms = 10000;
+      absl::StatusOr<net::InitProducerIdResponse> r = co_await peer->call<net::InitProducerIdResponse>(init, 4, 5s);
+      if (r.ok()) ids = *r;
+      if (ids.error_code != 0) co_await ctx.clock().sleep_for(200ms);
+    }
+    EXPECT_EQ(ids.error_code, 0);
+    net::RecordBatchOptions batch;
+    batch.producer_id = ids.producer_id;
+    batch.producer_epoch = ids.producer_epoch;
+    batch.base_sequence = 0;
+    batch.transactional = true;
+    net::RecordBatchBuilder builder(batch);
+    net::NewRecord record;
+    record.timestamp_ms = io::to_ms(ctx.clock().wall_now());
+    record.value = io::Buffer::copy_of("stray");
+    builder.append(std::move(record));
+    net::ProduceRequest produce;
+    produce.transactional_id = tid;
+    produce.acks = -1;
+    produce.timeout_ms = 5000;
+    auto& pt = produce.topic_data.emplace_back();
+    pt.name = "hang";
+    auto& pp = pt.partition_data.emplace_back();
+    pp.index = 0;
+    pp.records = *builder.build();
+    absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
+    EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0);
+    if (!produced.ok()) co_return;
+    const int64_t start = produced->responses[0].partition_responses[0].base_offset;
+
+    std::vector<TopicPartition> partitions{tp};
+    // Younger than the longest timeout: its coordinator may yet end it.
+    absl::StatusOr<std::vector<HangingTransaction>> young =
+        co_await find_hanging_transactions(cluster, partitions, 1min);
+    EXPECT_TRUE(young.ok()) << young.status();
+    if (young.ok()) { EXPECT_TRUE(young->empty()); }
+    co_await ctx.clock().sleep_for(61s);
+    absl::StatusOr<std::vector<HangingTransaction>> hanging =
+        co_await find_hanging_transactions(cluster, partitions, 1min);
+    EXPECT_TRUE(hanging.ok()) << hanging.status();
+    if (!hanging.ok()) co_return;
+    EXPECT_EQ(hanging->size(), 1u);
+    if (hanging->size() == 1) {
+      EXPECT_EQ(hanging->front().partition, tp);
+      EXPECT_EQ(hanging->front().producer.producer_id, ids.producer_id);
+      EXPECT_EQ(hanging->front().producer.current_txn_start_offset, start);
+    }
+    // Nothing is open from any other offset.
+    absl::Status wrong = co_await abort_transaction(cluster, tp, start + 1);
+    EXPECT_EQ(wrong.code(), absl::StatusCode::kNotFound) << wrong;
+    absl::Status aborted = co_await abort_transaction(cluster, tp, start);
+    EXPECT_TRUE(aborted.ok()) << aborted;
+    absl::StatusOr<std::vector<ProducerState>> after = co_await describe_producers(cluster, tp);
+    EXPECT_TRUE(after.ok()) << after.status();
+    if (after.ok() && after->size() == 1) { EXPECT_EQ(after->front().current_txn_start_offset, -1); }
+    absl::StatusOr<std::vector<HangingTransaction>> none = co_await find_hanging_transactions(cluster, partitions, 1min);
+    EXPECT_TRUE(none.ok() && none->empty());
+    // read_committed consumers get past it: the stray record is aborted.
+    ConsumerConfig cc;
+    cc.client = options();
+    cc.auto_offset_reset = OffsetReset::kEarliest;
+    cc.isolation = IsolationLevel::kReadCommitted;
+    Consumer consumer(ctx, cc);
+    consumer.assign({tp});
+    ProducerConfig pc;
+    pc.client = options();
+    Producer plain(ctx, pc);
+    ProducerRecord r;
+    r.topic = "hang";
+    r.partition = 0;
+    r.value = io::Buffer::copy_of("after");
+    bool delivered = false;
+    DeliveryCallback done = [&delivered](const absl::StatusOr<RecordMetadata>& md) { delivered = md.ok(); };
+    (void)co_await plain.send(std::move(r), std::move(done));
+    co_await plain.flush();
+    EXPECT_TRUE(delivered);
+    std::vector<ConsumerRecord> got = co_await read(consumer, 1);
+    EXPECT_EQ(got.size(), 1u);
+    if (got.size() == 1) { EXPECT_EQ(text(got[0].value), "after"); }
   });
 }
 

@@ -2,6 +2,8 @@
 #include "net/client/transactions.h"
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,6 +18,8 @@
 #include "net/kafka/messages/list_transactions_request.h"
 #include "net/kafka/messages/list_transactions_response.h"
 #include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/write_txn_markers_request.h"
+#include "net/kafka/messages/write_txn_markers_response.h"
 
 namespace brook::client {
 
@@ -24,6 +28,7 @@ namespace {
 constexpr int16_t kListTransactionsVersion = 0;
 constexpr int16_t kDescribeTransactionsVersion = 0;
 constexpr int16_t kDescribeProducersVersion = 0;
+constexpr int16_t kWriteTxnMarkersVersion = 1;
 constexpr int8_t kTransactionKey = 1;
 
 bool coordinator_error(int16_t code) {
@@ -137,6 +142,89 @@ io::Task<absl::StatusOr<std::vector<ProducerState>>> describe_producers(Cluster&
     }
     co_return out;
   }
+}
+
+io::Task<absl::StatusOr<std::vector<HangingTransaction>>> find_hanging_transactions(
+    Cluster& cluster, std::vector<TopicPartition> partitions, io::Duration max_transaction_timeout) {
+  const int64_t now_ms = io::to_ms(cluster.context().clock().wall_now());
+  const int64_t max_ms = std::chrono::duration_cast<std::chrono::milliseconds>(max_transaction_timeout).count();
+  // Open transactions whose producer has been quiet past the longest
+  // timeout a coordinator allows.
+  std::vector<HangingTransaction> candidates;
+  std::set<int64_t> producer_ids;
+  for (const TopicPartition& tp : partitions) {
+    absl::StatusOr<std::vector<ProducerState>> producers = co_await describe_producers(cluster, tp);
+    if (!producers.ok()) co_return producers.status();
+    for (const ProducerState& p : *producers) {
+      if (p.current_txn_start_offset < 0 || now_ms - p.last_timestamp_ms <= max_ms) continue;
+      candidates.push_back(HangingTransaction{tp, p});
+      producer_ids.insert(p.producer_id);
+    }
+  }
+  if (candidates.empty()) co_return candidates;
+  // What the coordinators hold for those producers.
+  std::vector<int32_t> brokers;
+  for (const auto& [id, b] : cluster.brokers()) brokers.push_back(id);
+  std::set<std::string> transactional_ids;
+  for (const int32_t id : brokers) {
+    net::Peer* peer = cluster.broker(id);
+    if (peer == nullptr) continue;
+    net::ListTransactionsRequest r;
+    r.producer_id_filters.assign(producer_ids.begin(), producer_ids.end());
+    absl::StatusOr<net::ListTransactionsResponse> listed = co_await coordinator_call<net::ListTransactionsResponse>(
+        peer, r, kListTransactionsVersion, cluster.options().request_timeout);
+    if (!listed.ok()) co_return listed.status();
+    if (listed->error_code != 0) co_return error_status(listed->error_code, fmt::format("ListTransactions to {}", id));
+    for (const auto& t : listed->transaction_states) transactional_ids.insert(t.transactional_id);
+  }
+  std::set<std::pair<int64_t, TopicPartition>> held;  // producer id, partition: ongoing at a coordinator
+  for (const std::string& tid : transactional_ids) {
+    absl::StatusOr<TransactionDescription> d = co_await describe_transaction(cluster, tid);
+    if (absl::IsNotFound(d.status())) continue;  // expired meanwhile
+    if (!d.ok()) co_return d.status();
+    if (d->state != "Ongoing" && d->state != "PrepareCommit" && d->state != "PrepareAbort" &&
+        d->state != "PrepareEpochFence") {
+      continue;
+    }
+    for (const TopicPartition& tp : d->partitions) held.emplace(d->producer_id, tp);
+  }
+  std::erase_if(candidates, [&held](const HangingTransaction& h) {
+    return held.contains(std::make_pair(h.producer.producer_id, h.partition));
+  });
+  co_return candidates;
+}
+
+io::Task<absl::Status> abort_transaction(Cluster& cluster, TopicPartition tp, int64_t start_offset) {
+  absl::StatusOr<std::vector<ProducerState>> producers = co_await describe_producers(cluster, tp);
+  if (!producers.ok()) co_return producers.status();
+  auto open = std::find_if(producers->begin(), producers->end(),
+                           [start_offset](const ProducerState& p) { return p.current_txn_start_offset == start_offset; });
+  if (open == producers->end()) {
+    co_return absl::NotFoundError(
+        fmt::format("no transaction is open on {}-{} from offset {}", tp.topic, tp.partition, start_offset));
+  }
+  net::WriteTxnMarkersRequest r;
+  auto& marker = r.markers.emplace_back();
+  marker.producer_id = open->producer_id;
+  marker.producer_epoch = static_cast<int16_t>(open->producer_epoch);
+  marker.transaction_result = false;
+  marker.coordinator_epoch = std::max(open->coordinator_epoch, 0);
+  auto& topic = marker.topics.emplace_back();
+  topic.name = tp.topic;
+  topic.partition_indexes.push_back(tp.partition);
+  const int32_t leader = cluster.leader(tp);
+  net::Peer* peer = leader < 0 ? nullptr : cluster.broker(leader);
+  if (peer == nullptr) co_return absl::UnavailableError(fmt::format("{}-{} has no leader", tp.topic, tp.partition));
+  absl::StatusOr<net::WriteTxnMarkersResponse> written = co_await peer->call<net::WriteTxnMarkersResponse>(
+      r, kWriteTxnMarkersVersion, cluster.options().request_timeout);
+  if (!written.ok()) co_return written.status();
+  if (written->markers.size() != 1 || written->markers[0].topics.size() != 1 ||
+      written->markers[0].topics[0].partitions.size() != 1) {
+    co_return absl::DataLossError("WriteTxnMarkers: not one partition in the answer");
+  }
+  const int16_t e = written->markers[0].topics[0].partitions[0].error_code;
+  if (e != 0) co_return error_status(e, "WriteTxnMarkers");
+  co_return absl::OkStatus();
 }
 
 }  // namespace brook::client

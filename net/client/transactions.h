@@ -5,15 +5,19 @@
 // holds (ListTransactions to each broker), one transaction's state
 // (DescribeTransactions to its coordinator), and the producers a
 // partition's leader keeps state for (DescribeProducers), whose open
-// transactions show one that may hang.
+// transactions show one that may hang; the hanging ones (open on a
+// partition past the longest transaction timeout, and not ongoing there at
+// any coordinator), and their abort (WriteTxnMarkers to the leader).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/task.h"
+#include "io/time.h"
 #include "net/client/cluster.h"
 
 namespace brook::client {
@@ -54,5 +58,26 @@ struct ProducerState {
 };
 // The active producers of `tp`, from its leader.
 io::Task<absl::StatusOr<std::vector<ProducerState>>> describe_producers(Cluster& cluster, TopicPartition tp);
+
+// A transaction open on a partition that no coordinator holds open there:
+// nothing will end it, and the partition's last stable offset (what
+// read_committed consumers read up to) waits for it.
+struct HangingTransaction {
+  TopicPartition partition;
+  ProducerState producer;
+};
+// The open transactions of `partitions` whose producer wrote nothing for
+// longer than `max_transaction_timeout` (transaction.max.timeout.ms: no
+// transaction may run longer) and whose producer id no coordinator holds
+// in an ongoing transaction over the partition.
+io::Task<absl::StatusOr<std::vector<HangingTransaction>>> find_hanging_transactions(
+    Cluster& cluster, std::vector<TopicPartition> partitions, io::Duration max_transaction_timeout);
+
+// Ends the transaction open on `tp` since `start_offset` with an abort
+// marker written by the partition's leader, at the producer's epoch and
+// coordinator epoch. NotFound when no transaction is open there from that
+// offset. For hanging transactions only: one its coordinator still holds
+// would be ended behind the coordinator's back.
+io::Task<absl::Status> abort_transaction(Cluster& cluster, TopicPartition tp, int64_t start_offset);
 
 }  // namespace brook::client

@@ -404,6 +404,13 @@ def txn_checks(bootstrap, topic, prefix):
                  run(tool + ["describe-producers", "--topic", topic, "--partition", partition]).decode().splitlines()[1:]]
     check(f"{prefix}: brook transactions describe-producers shows where it started",
           any(row[0] == producer_id and row[5] != "None" for row in producers), str(producers))
+    # Open and held by its coordinator: not hanging, and not aborted by hand.
+    hanging = run(tool + ["find-hanging", "--topic", topic, "--max-transaction-timeout", "1"]).decode().splitlines()
+    check(f"{prefix}: brook transactions find-hanging finds none", len(hanging) == 1, str(hanging))
+    r = subprocess.run(tool + ["abort", "--topic", topic, "--partition", partition, "--start-offset", "999999999"],
+                       capture_output=True, timeout=60)
+    check(f"{prefix}: brook transactions abort refuses an offset no transaction starts at",
+          r.returncode == 1 and b"no transaction is open" in r.stderr, r.stderr.decode(errors="replace"))
     p2 = producer(f"{prefix}-tx")
     fenced = False
     try:
