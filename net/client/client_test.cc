@@ -116,6 +116,67 @@ class ClientTest : public ::testing::Test {
     }
   }
 
+  // The connection to the leader of `tp`, once the metadata names one.
+  static io::Task<net::Peer*> leader_of(Cluster& cluster, TopicPartition tp) {
+    while (true) {
+      std::vector<std::string> topics{tp.topic};
+      (void)co_await cluster.refresh(std::move(topics));
+      net::Peer* peer = cluster.broker(cluster.leader(tp));
+      if (peer != nullptr) co_return peer;
+      co_await cluster.context().clock().sleep_for(100ms);
+    }
+  }
+
+  // InitProducerId of `tid` through `peer`, retried while the transaction
+  // coordinator comes up (its topic is made on the first lookup).
+  static io::Task<net::InitProducerIdResponse> init_transactional(io::Context& ctx, net::Peer* peer, std::string tid,
+                                                                  int32_t timeout_ms) {
+    net::InitProducerIdResponse ids;
+    ids.error_code = -1;
+    for (int attempt = 0; attempt < 100 && ids.error_code != 0; ++attempt) {
+      net::FindCoordinatorRequest find;
+      find.key = tid;
+      find.key_type = 1;
+      (void)co_await peer->call<net::FindCoordinatorResponse>(find, 2, 5s);
+      net::InitProducerIdRequest init;
+      init.transactional_id = tid;
+      init.transaction_timeout_ms = timeout_ms;
+      absl::StatusOr<net::InitProducerIdResponse> r = co_await peer->call<net::InitProducerIdResponse>(init, 4, 5s);
+      if (r.ok()) ids = *r;
+      if (ids.error_code != 0) co_await ctx.clock().sleep_for(200ms);
+    }
+    EXPECT_EQ(ids.error_code, 0);
+    co_return ids;
+  }
+
+  // Produce (acks=all) of one transactional batch of `values` to `tp`.
+  static io::Task<absl::StatusOr<net::ProduceResponse>> produce_transactional(
+      net::Peer* peer, std::string tid, const net::InitProducerIdResponse& ids, int32_t sequence, TopicPartition tp,
+      std::vector<std::string> values, int64_t timestamp_ms) {
+    net::RecordBatchOptions options;
+    options.producer_id = ids.producer_id;
+    options.producer_epoch = ids.producer_epoch;
+    options.base_sequence = sequence;
+    options.transactional = true;
+    net::RecordBatchBuilder builder(options);
+    for (const std::string& v : values) {
+      net::NewRecord record;
+      record.timestamp_ms = timestamp_ms;
+      record.value = io::Buffer::copy_of(v);
+      builder.append(std::move(record));
+    }
+    net::ProduceRequest produce;
+    produce.transactional_id = tid;
+    produce.acks = -1;
+    produce.timeout_ms = 5000;
+    auto& pt = produce.topic_data.emplace_back();
+    pt.name = tp.topic;
+    auto& pp = pt.partition_data.emplace_back();
+    pp.index = tp.partition;
+    pp.records = *builder.build();
+    co_return co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
+  }
+
   // Polls until `n` records came or 20 s passed.
   static io::Task<std::vector<ConsumerRecord>> read(Consumer& consumer, size_t n) {
     std::vector<ConsumerRecord> out;
@@ -224,29 +285,8 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
     Cluster cluster(ctx, options());
     co_await create(cluster, "tx", 1);
     const std::string tid = "client-test-tx";
-    net::Peer* peer = nullptr;
-    while (peer == nullptr) {
-      std::vector<std::string> topics{"tx"};
-      (void)co_await cluster.refresh(std::move(topics));
-      peer = cluster.broker(cluster.leader(TopicPartition("tx", 0)));
-      if (peer == nullptr) co_await ctx.clock().sleep_for(100ms);
-    }
-    // The transaction coordinator (its topic is made on first lookup).
-    net::InitProducerIdResponse ids;
-    ids.error_code = -1;
-    for (int attempt = 0; attempt < 100 && ids.error_code != 0; ++attempt) {
-      net::FindCoordinatorRequest find;
-      find.key = tid;
-      find.key_type = 1;
-      (void)co_await peer->call<net::FindCoordinatorResponse>(find, 2, 5s);
-      net::InitProducerIdRequest init;
-      init.transactional_id = tid;
-      init.transaction_timeout_ms = 60000;
-      absl::StatusOr<net::InitProducerIdResponse> r = co_await peer->call<net::InitProducerIdResponse>(init, 4, 5s);
-      if (r.ok()) ids = *r;
-      if (ids.error_code != 0) co_await ctx.clock().sleep_for(200ms);
-    }
-    EXPECT_EQ(ids.error_code, 0);
+    net::Peer* peer = co_await leader_of(cluster, TopicPartition("tx", 0));
+    const net::InitProducerIdResponse ids = co_await init_transactional(ctx, peer, tid, 60000);
     int32_t sequence = 0;
     // One transaction of three records, committed or aborted.
     auto transaction = [&](std::string name, bool commit) -> io::Task<void> {
@@ -266,29 +306,11 @@ TEST_F(ClientTest, TransactionsDescribeProducersAndReadCommitted) {
         if (added != 0) co_await ctx.clock().sleep_for(100ms);
       }
       EXPECT_EQ(added, 0) << name;
-      net::RecordBatchOptions options;
-      options.producer_id = ids.producer_id;
-      options.producer_epoch = ids.producer_epoch;
-      options.base_sequence = sequence;
-      options.transactional = true;
-      net::RecordBatchBuilder builder(options);
-      for (int i = 0; i < 3; ++i) {
-        net::NewRecord record;
-        record.timestamp_ms = 1'600'000'000'000;
-        record.value = io::Buffer::copy_of(fmt::format("{}-{}", name, i));
-        builder.append(std::move(record));
-      }
+      std::vector<std::string> values;
+      for (int i = 0; i < 3; ++i) values.push_back(fmt::format("{}-{}", name, i));
+      absl::StatusOr<net::ProduceResponse> produced = co_await produce_transactional(
+          peer, tid, ids, sequence, TopicPartition("tx", 0), std::move(values), 1'600'000'000'000);
       sequence += 3;
-      net::ProduceRequest produce;
-      produce.transactional_id = tid;
-      produce.acks = -1;
-      produce.timeout_ms = 5000;
-      auto& pt = produce.topic_data.emplace_back();
-      pt.name = "tx";
-      auto& pp = pt.partition_data.emplace_back();
-      pp.index = 0;
-      pp.records = *builder.build();
-      absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
       EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0) << name;
       // Open: the partition's leader shows the producer's transaction
       // starting at the batch just written; its coordinator shows it
@@ -410,48 +432,11 @@ TEST_F(HangingTransactionTest, FoundOnceOlderThanTheLongestTimeoutAndAborted) {
     co_await create(cluster, "hang", 1);
     const TopicPartition tp("hang", 0);
     const std::string tid = "hanging-tx";
-    net::Peer* peer = nullptr;
-    while (peer == nullptr) {
-      std::vector<std::string> topics{"hang"};
-      (void)co_await cluster.refresh(std::move(topics));
-      peer = cluster.broker(cluster.leader(tp));
-      if (peer == nullptr) co_await ctx.clock().sleep_for(100ms);
-    }
-    net::InitProducerIdResponse ids;
-    ids.error_code = -1;
-    for (int attempt = 0; attempt < 100 && ids.error_code != 0; ++attempt) {
-      net::FindCoordinatorRequest find;
-      find.key = tid;
-      find.key_type = 1;
-      (void)co_await peer->call<net::FindCoordinatorResponse>(find, 2, 5s);
-      net::InitProducerIdRequest init;
-      init.transactional_id = tid;
-      init.transaction_timeout_ms = 10000;
-      absl::StatusOr<net::InitProducerIdResponse> r = co_await peer->call<net::InitProducerIdResponse>(init, 4, 5s);
-      if (r.ok()) ids = *r;
-      if (ids.error_code != 0) co_await ctx.clock().sleep_for(200ms);
-    }
-    EXPECT_EQ(ids.error_code, 0);
-    net::RecordBatchOptions batch;
-    batch.producer_id = ids.producer_id;
-    batch.producer_epoch = ids.producer_epoch;
-    batch.base_sequence = 0;
-    batch.transactional = true;
-    net::RecordBatchBuilder builder(batch);
-    net::NewRecord record;
-    record.timestamp_ms = io::to_ms(ctx.clock().wall_now());
-    record.value = io::Buffer::copy_of("stray");
-    builder.append(std::move(record));
-    net::ProduceRequest produce;
-    produce.transactional_id = tid;
-    produce.acks = -1;
-    produce.timeout_ms = 5000;
-    auto& pt = produce.topic_data.emplace_back();
-    pt.name = "hang";
-    auto& pp = pt.partition_data.emplace_back();
-    pp.index = 0;
-    pp.records = *builder.build();
-    absl::StatusOr<net::ProduceResponse> produced = co_await peer->call<net::ProduceResponse>(produce, 7, 10s);
+    net::Peer* peer = co_await leader_of(cluster, tp);
+    const net::InitProducerIdResponse ids = co_await init_transactional(ctx, peer, tid, 10000);
+    std::vector<std::string> values{"stray"};
+    absl::StatusOr<net::ProduceResponse> produced =
+        co_await produce_transactional(peer, tid, ids, 0, tp, std::move(values), io::to_ms(ctx.clock().wall_now()));
     EXPECT_TRUE(produced.ok() && produced->responses[0].partition_responses[0].error_code == 0);
     if (!produced.ok()) co_return;
     const int64_t start = produced->responses[0].partition_responses[0].base_offset;

@@ -38,7 +38,8 @@ bool coordinator_error(int16_t code) {
 
 }  // namespace
 
-io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Cluster& cluster) {
+io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Cluster& cluster,
+                                                                           std::vector<int64_t> producer_ids) {
   CO_RETURN_IF_ERROR(co_await cluster.refresh({}));
   std::vector<int32_t> ids;
   for (const auto& [id, b] : cluster.brokers()) ids.push_back(id);
@@ -47,6 +48,7 @@ io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Clus
     net::Peer* peer = cluster.broker(id);
     if (peer == nullptr) continue;
     net::ListTransactionsRequest r;
+    r.producer_id_filters = producer_ids;
     absl::StatusOr<net::ListTransactionsResponse> listed = co_await coordinator_call<net::ListTransactionsResponse>(
         peer, r, kListTransactionsVersion, cluster.options().request_timeout);
     if (!listed.ok()) co_return listed.status();
@@ -163,23 +165,12 @@ io::Task<absl::StatusOr<std::vector<HangingTransaction>>> find_hanging_transacti
   }
   if (candidates.empty()) co_return candidates;
   // What the coordinators hold for those producers.
-  std::vector<int32_t> brokers;
-  for (const auto& [id, b] : cluster.brokers()) brokers.push_back(id);
-  std::set<std::string> transactional_ids;
-  for (const int32_t id : brokers) {
-    net::Peer* peer = cluster.broker(id);
-    if (peer == nullptr) continue;
-    net::ListTransactionsRequest r;
-    r.producer_id_filters.assign(producer_ids.begin(), producer_ids.end());
-    absl::StatusOr<net::ListTransactionsResponse> listed = co_await coordinator_call<net::ListTransactionsResponse>(
-        peer, r, kListTransactionsVersion, cluster.options().request_timeout);
-    if (!listed.ok()) co_return listed.status();
-    if (listed->error_code != 0) co_return error_status(listed->error_code, fmt::format("ListTransactions to {}", id));
-    for (const auto& t : listed->transaction_states) transactional_ids.insert(t.transactional_id);
-  }
+  absl::StatusOr<std::vector<TransactionListing>> listed =
+      co_await list_transactions(cluster, std::vector<int64_t>(producer_ids.begin(), producer_ids.end()));
+  if (!listed.ok()) co_return listed.status();
   std::set<std::pair<int64_t, TopicPartition>> held;  // producer id, partition: ongoing at a coordinator
-  for (const std::string& tid : transactional_ids) {
-    absl::StatusOr<TransactionDescription> d = co_await describe_transaction(cluster, tid);
+  for (const TransactionListing& t : *listed) {
+    absl::StatusOr<TransactionDescription> d = co_await describe_transaction(cluster, t.transactional_id);
     if (absl::IsNotFound(d.status())) continue;  // expired meanwhile
     if (!d.ok()) co_return d.status();
     if (d->state != "Ongoing" && d->state != "PrepareCommit" && d->state != "PrepareAbort" &&

@@ -28,8 +28,10 @@ struct TransactionListing {
   std::string state;
   int32_t coordinator = -1;
 };
-// Every broker's transactions, by transactional id.
-io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Cluster& cluster);
+// Every broker's transactions, by transactional id; only those of
+// `producer_ids` when not empty.
+io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Cluster& cluster,
+                                                                           std::vector<int64_t> producer_ids = {});
 
 struct TransactionDescription {
   std::string transactional_id;
