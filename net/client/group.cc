@@ -57,11 +57,6 @@ constexpr int16_t kDeleteGroupsVersion = 2;
 constexpr const char* kProtocolType = "consumer";
 constexpr const char* kRangeAssignor = "range";
 
-bool coordinator_error(int16_t code) {
-  return code == net::code(Error::kNotCoordinator) || code == net::code(Error::kCoordinatorNotAvailable) ||
-         code == net::code(Error::kCoordinatorLoadInProgress);
-}
-
 int32_t ms(io::Duration d) {
   return static_cast<int32_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
 }

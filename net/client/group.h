@@ -33,6 +33,7 @@
 #include "io/task.h"
 #include "io/time.h"
 #include "net/client/cluster.h"
+#include "net/kafka/errors.h"
 
 namespace brook::client {
 
@@ -83,6 +84,13 @@ absl::StatusOr<std::vector<TopicPartition>> decode_assignment(const io::Buffer& 
 // (1). FindCoordinator, then its connection.
 io::Task<absl::StatusOr<std::pair<int32_t, net::Peer*>>> find_coordinator(Cluster& cluster, const std::string& key,
                                                                           int8_t key_type = 0);
+
+// NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS:
+// look the coordinator up again and retry.
+inline bool coordinator_error(int16_t code) {
+  return code == net::code(net::Error::kNotCoordinator) || code == net::code(net::Error::kCoordinatorNotAvailable) ||
+         code == net::code(net::Error::kCoordinatorLoadInProgress);
+}
 
 // One coordinator request, sent once more when the connection closed before
 // an answer came: brokers close idle connections (connections.max.idle.ms),

@@ -31,11 +31,6 @@ constexpr int16_t kDescribeProducersVersion = 0;
 constexpr int16_t kWriteTxnMarkersVersion = 1;
 constexpr int8_t kTransactionKey = 1;
 
-bool coordinator_error(int16_t code) {
-  return code == net::code(net::Error::kNotCoordinator) || code == net::code(net::Error::kCoordinatorNotAvailable) ||
-         code == net::code(net::Error::kCoordinatorLoadInProgress);
-}
-
 }  // namespace
 
 io::Task<absl::StatusOr<std::vector<TransactionListing>>> list_transactions(Cluster& cluster,
