@@ -85,6 +85,8 @@ struct BrokerSimConfig {
     // (From a stream of its own, so the draws above stay each seed's.)
     io::Random rebalance(seed ^ kRebalanceSalt);
     if (rebalance.uniform(2) == 0) c.leader_rebalance_interval = uniform_duration(rebalance, 2s, 15s);
+    io::Random stops(seed ^ kGracefulStopSalt);
+    c.faults.draw_graceful_stops(stops);
     return c;
   }
   std::string describe() const {
@@ -104,7 +106,8 @@ struct Shared {
   explicit Shared(BrokerSimConfig c)
       : config(std::move(c)),
         acked(static_cast<size_t>(config.partitions)),
-        observed(static_cast<size_t>(config.partitions)) {}
+        observed(static_cast<size_t>(config.partitions)),
+        stops(config.nodes) {}
 
   BrokerSimConfig config;
   // Per node (node id = index + 1).
@@ -117,6 +120,7 @@ struct Shared {
   // What the reader was given while the workload ran (records below the
   // high watermark, acknowledged or not): partition -> offset -> value.
   std::vector<std::map<int64_t, std::string>> observed;
+  GracefulStops stops;
   std::vector<std::string> violations;
   bool writing = true;
   int64_t last_ack_ns = -1;
@@ -156,6 +160,25 @@ absl::Status decode_fetched(const io::Buffer& records, std::vector<std::pair<int
     }
   }
   return absl::OkStatus();
+}
+
+// Injected disk errors of any kind so far.
+uint64_t disk_errors(const DiskStats& d) {
+  return d.read_errors + d.write_errors + d.metadata_errors + d.sync_errors + d.sync_dir_errors +
+         d.read_corruptions + d.no_space_errors;
+}
+
+// Waits for a graceful stop to be asked for, then does what `brook server`
+// does on SIGTERM while the broker and the metadata log still run:
+// controlled shutdown and the logs closed, then the metadata log's
+// leadership resigned. Yields the logs' close.
+io::Task<absl::Status> graceful_stop(io::Context* ctx, broker::Broker* b, raft::RaftNode* node, bool* requested) {
+  while (!*requested) co_await ctx->clock().sleep_for(50ms);
+  ctx->log().info("broker-sim: stopping gracefully");
+  absl::Status closed = co_await b->shutdown(5s);
+  co_await node->resign();
+  co_await ctx->clock().sleep_for(100ms);
+  co_return closed;
 }
 
 }  // namespace
@@ -254,12 +277,50 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   };
   tasks.spawn(serve(ctx, broker_listener->get(), b));
   // Until the broker or the metadata log stops (a failed log): the node
-  // then goes down, and the fault schedule power-cycles it.
+  // then goes down, and the fault schedule power-cycles it. Or until a
+  // graceful stop is asked for and done.
   controller::QuorumController* c = &controller;
-  auto stopped = co_await io::when_first(
-      broker.run(), node->run(**controller_listener, [c](net::RequestFrame f) { return c->handle_request(std::move(f)); }));
-  const absl::Status& why = stopped.index() == 0 ? std::get<0>(stopped) : std::get<1>(stopped);
-  ctx->log().warn("broker-sim: {} stopped: {}", stopped.index() == 0 ? "broker" : "metadata log", why.ToString());
+  std::vector<io::Task<absl::Status>> runs;
+  runs.push_back(broker.run());
+  runs.push_back(node->run(**controller_listener, [c](net::RequestFrame f) { return c->handle_request(std::move(f)); }));
+  SimDisk* disk = dynamic_cast<SimDisk*>(&ctx->disk());
+  const uint64_t disk_errors_at_start = disk != nullptr ? disk_errors(disk->stats()) : 0;
+  if (o.stop_requested != nullptr) {
+    *o.stop_requested = false;
+    runs.push_back(graceful_stop(ctx, &broker, node.get(), o.stop_requested));
+  }
+  auto [which, why] = co_await io::when_first(std::move(runs));
+  const bool stopping = o.stop_requested != nullptr && *o.stop_requested;
+  const bool disk_failed = disk == nullptr || disk_errors(disk->stats()) != disk_errors_at_start;
+  if (which < 2) {
+    ctx->log().warn("broker-sim: {} stopped: {}", which == 0 ? "broker" : "metadata log", why.ToString());
+    if (stopping && !disk_failed && o.on_violation) {
+      o.on_violation(fmt::format("node {}: the {} failed during a graceful stop: {}", id,
+                                 which == 0 ? "broker" : "metadata log", why.ToString()));
+    }
+    co_return;
+  }
+  tasks.cancel_all();
+  (void)co_await node->log().close();
+  if (!why.ok() && !disk_failed && o.on_violation) {
+    o.on_violation(fmt::format("node {}: a graceful stop failed to close the logs: {}", id, why.ToString()));
+  }
+  ctx->log().info("broker-sim: stopped gracefully: {}", why.ToString());
+}
+
+void GracefulStops::wire(const FaultConfig& faults, int index, ServerNodeOptions& o,
+                         std::function<void(std::string)> violation) {
+  if (faults.stop_interval.count() == 0) return;
+  o.stop_requested = &requested_[static_cast<size_t>(index)];
+  o.on_violation = std::move(violation);
+}
+
+void GracefulStops::attach(FaultSchedule& schedule) {
+  schedule.graceful_stop = [this](int i) {
+    if (i < 0 || static_cast<size_t>(i) >= requested_.size()) return false;
+    requested_[static_cast<size_t>(i)] = true;
+    return true;
+  };
 }
 
 client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id) {
@@ -307,6 +368,7 @@ io::Task<void> broker_node_main(io::Context* ctx, Shared* s, int index) {
   o.ack_before_flush = s->config.ack_before_flush;
   o.leader_rebalance_interval = s->config.leader_rebalance_interval;
   o.on_broker = [s, index](broker::Broker* b) { s->running[static_cast<size_t>(index)] = b; };
+  s->stops.wire(s->config.faults, index, o, [s](std::string what) { s->violation(std::move(what)); });
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -677,6 +739,7 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   }
   client.start([s](io::Context& ctx) { return client_main(&ctx, s); });
   FaultSchedule faults(world, config.faults);
+  shared.stops.attach(faults);
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -723,11 +786,12 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       "broker: records sent={} acked={} (offset unknown {}) failed={} produce-requests={} retries={} "
       "producer-ids={} fetches={} (incremental {}, session "
       "resets {}) records-read={} broker-starts={} replica-records-compared={}; "
-      "faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
+      "faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
+      "buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
-      shared.broker_starts, shared.replica_records_compared, faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
+      shared.broker_starts, shared.replica_records_compared, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
 }

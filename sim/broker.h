@@ -38,7 +38,9 @@
 //   and every follower catches up with its leader.
 #pragma once
 
+#include <deque>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,6 +49,7 @@
 #include "io/time.h"
 #include "net/client/cluster.h"
 #include "io/task.h"
+#include "sim/faults.h"
 #include "sim/scenario.h"
 
 namespace brook::broker {
@@ -94,8 +97,38 @@ struct ServerNodeOptions {
   bool txn_partition_verification = true;
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
+  // A graceful stop, as SIGTERM gives `brook server`: the node polls this
+  // flag (owned by the scenario, cleared when the node starts) and then
+  // shuts down as the server does: controlled shutdown, the logs closed,
+  // the metadata log's leadership resigned and its log closed; its main
+  // then returns and the fault schedule restarts it. A stop whose logs fail
+  // to close without a disk fault of this incarnation to explain it is
+  // reported to on_violation.
+  bool* stop_requested = nullptr;
+  std::function<void(std::string)> on_violation;
 };
 io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions options);
+
+// Seeds the stream a scenario draws its graceful stops from (FaultConfig::
+// draw_graceful_stops): a stream of its own, so the scenario's other draws
+// stay each seed's.
+inline constexpr uint64_t kGracefulStopSalt = 0x7369'6774'6572'6d01ULL;  // "sigterm"
+
+// The graceful stop requests of a scenario's server nodes, which are the
+// world's nodes 0..n-1: a flag each. Outlives the World.
+class GracefulStops {
+ public:
+  explicit GracefulStops(int nodes) : requested_(static_cast<size_t>(nodes), false) {}
+  // Lets server node `index` be stopped when `faults` has graceful stops;
+  // a failed stop is reported to `violation`.
+  void wire(const FaultConfig& faults, int index, ServerNodeOptions& o,
+            std::function<void(std::string)> violation);
+  // Gives the fault schedule its hook.
+  void attach(FaultSchedule& schedule);
+
+ private:
+  std::deque<bool> requested_;
+};
 
 // A simulated workload's client settings: these brokers, 3 s requests,
 // 100 ms retry backoff, no topic auto-creation.

@@ -80,12 +80,14 @@ FaultConfig FaultConfig::draw(io::Random& r) {
   return c;
 }
 
+void FaultConfig::draw_graceful_stops(io::Random& r) { stop_interval = maybe_interval(r, 0.5, 2s, 20s); }
+
 std::string FaultConfig::describe() const {
   const DiskFaults& d = disk;
   const LatencyModel& l = network.latency;
   return fmt::format(
       "faults: crash {} (restart within {}, all nodes {:.0f}%); partition {} for <={}; "
-      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}\n"
+      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}{}\n"
       "network: latency {}us+<={}us, stall {:.3f}% x {}..{}, window {}B, bandwidth {}, "
       "partition reset after {}, connect timeout {}\n"
       "disk: lose unsynced {:.0f}%, latency {}..{}us, errors read={:.3f}% write={:.3f}% "
@@ -93,7 +95,8 @@ std::string FaultConfig::describe() const {
       every(crash_interval), seconds(restart_delay_max), crash_all_probability * 100,
       every(partition_interval), seconds(partition_duration_max), every(clog_interval),
       seconds(clog_duration_max), every(reset_interval), every(wall_jump_interval),
-      seconds(wall_jump_max), drift_ppm_max, seconds(wall_offset_max), l.min.count() / 1000,
+      seconds(wall_jump_max), drift_ppm_max, seconds(wall_offset_max),
+      stop_interval.count() == 0 ? std::string() : "; graceful stop " + every(stop_interval), l.min.count() / 1000,
       l.jitter.count() / 1000, l.stall_probability * 100, seconds(l.stall_min),
       seconds(l.stall_max), network.window_bytes,
       network.bandwidth_bytes_per_s == 0 ? std::string("unlimited")
@@ -121,6 +124,7 @@ void FaultSchedule::start() {
   arm(config_.clog_interval, [this] { clog_tick(); });
   arm(config_.reset_interval, [this] { reset_tick(); });
   arm(config_.wall_jump_interval, [this] { wall_jump_tick(); });
+  if (graceful_stop) arm(config_.stop_interval, [this] { stop_tick(); });
   world_.schedule(kReviveInterval, [this] { revive_tick(); });
 }
 
@@ -207,6 +211,14 @@ void FaultSchedule::wall_jump_tick() {
 
 // A node whose main task stopped (a disk error) is power-cycled, in both
 // phases, as a supervisor would; not once the final read has begun.
+void FaultSchedule::stop_tick() {
+  if (!active_) return;
+  const int i = random_node();
+  const Node& node = world_.node(i);
+  if (node.up() && !node.main_done() && graceful_stop(i)) ++graceful_stops;
+  arm(config_.stop_interval, [this] { stop_tick(); });
+}
+
 void FaultSchedule::revive_tick() {
   if (final_) return;
   for (int i = 0; i < world_.node_count(); ++i) {

@@ -7,8 +7,10 @@
 // world events, one per class, while the fault phase lasts: crashes
 // (single or all nodes at once, with a restart after a delay and new clock
 // drift), symmetric, one-way and isolating partitions, clogged nodes,
-// connection resets and wall-clock jumps. A node whose main task stopped
-// (a disk error) is power-cycled as a supervisor would.
+// connection resets, wall-clock jumps and, where the scenario can ask its
+// nodes for one, graceful stops (SIGTERM). A node whose main task stopped
+// (a disk error, or a graceful stop) is power-cycled as a supervisor
+// would.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +39,14 @@ struct FaultConfig {
   io::Duration wall_jump_max{0};
   int64_t drift_ppm_max = 0;
   io::Duration wall_offset_max{0};
+  // Graceful stops: not drawn by draw() (only scenarios whose nodes can
+  // stop gracefully draw it, with draw_graceful_stops()).
+  io::Duration stop_interval{0};
   NetworkOptions network;
   DiskFaults disk;
 
   static FaultConfig draw(io::Random& r);
+  void draw_graceful_stops(io::Random& r);
   // Three lines: faults, network, disk.
   std::string describe() const;
   // A node's clocks and disk faults, drawn from `r`.
@@ -60,6 +66,10 @@ class FaultSchedule {
  public:
   FaultSchedule(World& world, const FaultConfig& config) : world_(world), config_(config) {}
 
+  // Asks node i for a graceful stop; false when node i cannot stop so (a
+  // client). Set before start() to have stop_interval's stops.
+  std::function<bool(int)> graceful_stop;
+
   void start();
   // Supervision stops (a final power loss and read-back follow).
   void finish() { final_ = true; }
@@ -73,6 +83,7 @@ class FaultSchedule {
   uint64_t resets = 0;
   uint64_t wall_jumps = 0;
   uint64_t revivals = 0;
+  uint64_t graceful_stops = 0;
 
  private:
   io::Random& random() { return world_.random(); }
@@ -84,6 +95,7 @@ class FaultSchedule {
   void clog_tick();
   void reset_tick();
   void wall_jump_tick();
+  void stop_tick();
   void revive_tick();
 
   World& world_;

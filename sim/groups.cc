@@ -62,6 +62,8 @@ struct GroupsSimConfig {
     c.rebalance_timeout = uniform_duration(r, 3s, 12s);
     c.heartbeat_interval = c.session_timeout / 4;
     c.commit_interval_max = uniform_duration(r, 100ms, 3s);
+    io::Random stops(seed ^ kGracefulStopSalt);
+    c.faults.draw_graceful_stops(stops);
     return c;
   }
   std::string describe() const {
@@ -85,12 +87,14 @@ struct MemberView {
 };
 
 struct Shared {
-  explicit Shared(GroupsSimConfig c) : config(std::move(c)), members(static_cast<size_t>(config.members)) {}
+  explicit Shared(GroupsSimConfig c)
+      : config(std::move(c)), members(static_cast<size_t>(config.members)), stops(config.nodes) {}
 
   GroupsSimConfig config;
   std::vector<io::Address> brokers;
   std::vector<io::Address> controllers;
   std::vector<MemberView> members;
+  GracefulStops stops;
   // Generation -> partition -> the member id SyncGroup gave it to.
   std::map<int32_t, std::map<int32_t, std::string>> owners;
   // Partition -> the largest committed offset a commit was acknowledged for.
@@ -142,6 +146,7 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.group_mutant_unfenced_commits = s->config.mutant_unfenced_commits;
   o.group_consumer_session_timeout = s->config.session_timeout;
   o.group_consumer_heartbeat_interval = s->config.heartbeat_interval;
+  s->stops.wire(s->config.faults, index, o, [s](std::string what) { s->violation(std::move(what)); });
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -480,6 +485,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
     });
   }
   FaultSchedule faults(world, config.faults);
+  shared.stops.attach(faults);
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -531,10 +537,10 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
       "{}: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
-      "broker-starts={}; faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
+      "broker-starts={}; faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
       "buggify-fired={}",
       options.name, shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
-      shared.member_starts, shared.broker_starts, faults.crashes, faults.partitions, faults.clogs, faults.resets,
+      shared.member_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets,
       faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;
 }

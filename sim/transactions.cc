@@ -94,6 +94,8 @@ struct TxnSimConfig {
     c.abort_check = uniform_duration(r, 200ms, 2s);
     c.offsets = r.uniform(3) != 0;
     c.late_seed = r.next_u64();
+    io::Random stops(seed ^ kGracefulStopSalt);
+    c.faults.draw_graceful_stops(stops);
     return c;
   }
   std::string describe() const {
@@ -126,10 +128,11 @@ struct Txn {
 };
 
 struct Shared {
-  explicit Shared(TxnSimConfig c) : config(std::move(c)) {}
+  explicit Shared(TxnSimConfig c) : config(std::move(c)), stops(config.nodes) {}
 
   TxnSimConfig config;
   std::vector<io::Address> brokers;
+  GracefulStops stops;
   std::vector<io::Address> controllers;
   std::map<std::string, Txn> txns;
   // The transaction each value was sent in.
@@ -179,6 +182,7 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.txn_abort_check_interval = s->config.abort_check;
   o.txn_mutant_commit_aborts = s->config.mutant_commit_aborts;
   o.txn_partition_verification = !s->config.mutant_unverified;
+  s->stops.wire(s->config.faults, index, o, [s](std::string what) { s->violation(std::move(what)); });
   co_await server_node_main(ctx, std::move(o));
 }
 
@@ -924,6 +928,7 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
     while (true) co_await ctx.clock().sleep_for(1h);
   });
   FaultSchedule faults(world, config.faults);
+  shared.stops.attach(faults);
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -953,11 +958,11 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
   result.summary = fmt::format(
       "{}: transactions committed={} aborted={} unknown={} hung={} inits={} records-checked={} offsets-sent={} "
       "groups-checked={} late-sent={} late-refused={} "
-      "producer-starts={} broker-starts={}; faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} "
+      "producer-starts={} broker-starts={}; faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} "
       "revivals={} buggify-fired={}",
       options.name, shared.committed, shared.aborted, shared.unknown, shared.hung, shared.inits,
       shared.records_checked, shared.offsets_sent, shared.groups_checked, shared.late_sent, shared.late_refused,
-      shared.producer_starts, shared.broker_starts, faults.crashes, faults.partitions,
+      shared.producer_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.partitions,
       faults.clogs, faults.resets, faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;
 }

@@ -1176,17 +1176,26 @@ io::Task<absl::StatusOr<std::optional<TimestampOffset>>> Log::offset_for_timesta
 }
 
 io::Task<absl::Status> Log::close() {
-  if (!offline()) {
+  if (closed_) co_return close_status_;
+  closed_ = true;
+  close_status_ = failure_;
+  if (close_status_.ok()) {
     auto lock = co_await append_mutex_.lock();
     absl::Status status = co_await flush(log_end_offset_);
     if (status.ok()) status = co_await active().persist_indexes();
     if (status.ok()) status = co_await disk_->sync_dir(dir_);
     if (status.ok()) status = co_await producers_.write_snapshot_file(*disk_, dir_, log_end_offset_);
-    if (!status.ok()) (void)fail(status);
+    if (status.ok()) co_await active().release_preallocation();
+    if (!status.ok()) {
+      close_status_ = fail(std::move(status));
+    } else {
+      // Whatever still runs against the log (a read, an append waiting for
+      // the lock) is told so, and touches no closed file.
+      failure_ = absl::FailedPreconditionError(fmt::format("log {} is closed", dir_));
+    }
   }
-  if (!offline()) co_await active().release_preallocation();
   for (auto& [base, segment] : segments_) (void)co_await segment->close();
-  co_return failure_;
+  co_return close_status_;
 }
 
 }  // namespace brook::storage

@@ -199,7 +199,10 @@ class Log {
   // Starts the device write of the active segment's newest bytes
   // (Segment::start_writeback); call it every few hundred milliseconds.
   io::Task<void> start_writeback();
-  // Flushes, writes the index files of every segment and closes the files.
+  // Flushes, writes the index files of every segment and closes the files;
+  // yields the error that may have lost unflushed records. Every later
+  // operation fails with "log ... is closed" (offline()), and a second
+  // close() yields the first one's result.
   io::Task<absl::Status> close();
 
   int64_t log_start_offset() const { return log_start_offset_; }
@@ -294,6 +297,9 @@ class Log {
   // checkpoint; kept in memory, so a restart cleans from the start).
   int64_t cleaner_position_ = 0;
   absl::Status failure_;
+  // close() was called, and what it yielded (a second call yields it again).
+  bool closed_ = false;
+  absl::Status close_status_;
 };
 
 }  // namespace brook::storage

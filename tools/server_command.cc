@@ -670,10 +670,15 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     broker_tasks.spawn(serve(ctx, broker_listener.get(), broker.get(), &failed));
   }
   while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
+  bool logs_failed = false;
   std::fprintf(stderr, "brook server: shutting down\n");
   if (broker) {
-    co_await broker->shutdown(5s);
+    const absl::Status closed = co_await broker->shutdown(5s);
     broker_tasks.cancel_all();
+    if (!closed.ok()) {
+      std::fprintf(stderr, "brook server: closing the logs: %s\n", closed.ToString().c_str());
+      logs_failed = true;
+    }
   }
   if (!failed) {
     co_await raw->resign();
@@ -681,7 +686,7 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   }
   tasks.cancel_all();
   (void)co_await raw->log().close();
-  run->exit_code = failed ? 1 : 0;
+  run->exit_code = failed || logs_failed ? 1 : 0;
   run->done = true;
 }
 

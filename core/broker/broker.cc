@@ -361,6 +361,10 @@ io::Task<void> Broker::log_loop() {
 }
 
 void Broker::log_failed(const absl::Status& status) {
+  if (closing_) {
+    ctx_->log().debug("broker: while the logs close: {}", status.ToString());
+    return;
+  }
   if (failed_.is_set()) return;
   ctx_->log().error("broker: a partition log failed, stopping: {}", status.ToString());
   failure_ = status;
@@ -432,14 +436,20 @@ io::Task<void> Broker::lifecycle_loop() {
   }
 }
 
-io::Task<void> Broker::shutdown(io::Duration timeout) {
+io::Task<absl::Status> Broker::shutdown(io::Duration timeout) {
   if (broker_epoch_ >= 0 && !shut_down_) {
     want_shut_down_ = true;
     auto wait = [](io::Event* e) -> io::Task<void> { co_await e->wait(); };
     (void)co_await io::with_timeout(ctx_->clock(), timeout, wait(&controlled_shutdown_done_));
   }
   io::SemaphoreUnits lock = co_await apply_mu_.lock();
-  for (auto& [key, p] : partitions_) (void)co_await p->log->close();
+  closing_ = true;
+  absl::Status first;
+  for (auto& [key, p] : partitions_) {
+    absl::Status closed = co_await p->log->close();
+    if (!closed.ok() && first.ok()) first = std::move(closed);
+  }
+  co_return first;
 }
 
 std::optional<io::Address> Broker::controller_address() const {

@@ -221,7 +221,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // (the process exits and is restarted; recovery sorts out the log).
   io::Task<absl::Status> run();
   // Controlled shutdown (bounded by `timeout`), then every log is closed.
-  io::Task<void> shutdown(io::Duration timeout);
+  // Yields the first error a log's close met (its unwritten records may be
+  // lost). Once the logs begin to close, the errors that requests and
+  // replica fetchers still running get from them are the close's own and
+  // do not count as a failed log.
+  io::Task<absl::Status> shutdown(io::Duration timeout);
 
   // Answers one client request frame. An empty chain means no response
   // (Produce with acks=0).
@@ -476,6 +480,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   int64_t broker_epoch_ = -1;
   bool want_shut_down_ = false;
   bool shut_down_ = false;
+  bool closing_ = false;
   io::Event controlled_shutdown_done_;
   std::map<std::string, std::unique_ptr<net::Peer>> controller_peers_;
 
