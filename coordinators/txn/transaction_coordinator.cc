@@ -286,6 +286,13 @@ io::Task<Error> TransactionCoordinator::write(std::string transactional_id, std:
   co_return write_error(written.error);
 }
 
+io::Task<Error> TransactionCoordinator::confirm(std::string transactional_id) {
+  const Txn* t = find(transactional_id);
+  if (t == nullptr) co_return Error::kNotCoordinator;
+  if (t->pending) co_return Error::kConcurrentTransactions;
+  co_return co_await write(transactional_id, current(*t));
+}
+
 void TransactionCoordinator::schedule_complete(const std::string& transactional_id) {
   if (scope_ != nullptr) {
     scope_->spawn(complete(transactional_id));
@@ -465,10 +472,8 @@ io::Task<Error> TransactionCoordinator::add(std::string transactional_id, int64_
   if (t->producer_epoch != producer_epoch) co_return Error::kProducerFenced;
   if (t->pending || is_prepared(t->state)) co_return Error::kConcurrentTransactions;
   if (t->state == TxnState::kDead || t->state == TxnState::kPrepareEpochFence) co_return Error::kInvalidTxnState;
-  if (t->state == TxnState::kOngoing && !t->unconfirmed &&
-      std::includes(t->partitions.begin(), t->partitions.end(), partitions.begin(), partitions.end())) {
-    co_return Error::kNone;
-  }
+  // Partitions the transaction holds already are written again all the
+  // same: see confirm().
   Transition to = current(*t);
   const int64_t now = now_ms();
   if (t->state != TxnState::kOngoing) {
@@ -596,9 +601,9 @@ io::Task<net::EndTxnResponse> TransactionCoordinator::end_txn(net::EndTxnRequest
       co_return answer(e);
     }
     case TxnState::kCompleteCommit:
-      co_return answer(commit ? Error::kNone : Error::kInvalidTxnState);
+      co_return answer(commit ? co_await confirm(id) : Error::kInvalidTxnState);
     case TxnState::kCompleteAbort:
-      co_return answer(commit ? Error::kInvalidTxnState : Error::kNone);
+      co_return answer(commit ? Error::kInvalidTxnState : co_await confirm(id));
     case TxnState::kPrepareCommit:
       co_return answer(commit ? Error::kConcurrentTransactions : Error::kInvalidTxnState);
     case TxnState::kPrepareAbort:

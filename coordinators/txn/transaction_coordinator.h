@@ -232,6 +232,17 @@ class TransactionCoordinator final : public runtime::Coordinator {
   // is pending. On failure the state stays as it was, and the error is
   // Kafka's answer for it.
   io::Task<net::Error> write(std::string transactional_id, std::optional<Transition> to);
+  // Writes the transaction's state again, unchanged. An answer that lets
+  // a producer go on without changing the state (a retried EndTxn that
+  // finds its transaction complete) is given only once such a write
+  // succeeds: a broker that lost the partition and has not heard yet (cut
+  // off from the controller) still holds the state it had, and its write
+  // can no longer reach the ISR. Without it, a producer that took such a
+  // stale "committed" for its new transaction's commit went on while the
+  // new coordinator still held that transaction open, and aborted it
+  // later. AddPartitionsToTxn of partitions the transaction holds already
+  // is written again for the same reason.
+  io::Task<net::Error> confirm(std::string transactional_id);
   // Prepares the end of the transaction (PrepareCommit/PrepareAbort, with
   // `epoch`), and on success schedules its completion.
   io::Task<net::Error> prepare_end(std::string transactional_id, bool commit, int16_t epoch);

@@ -388,6 +388,42 @@ TEST(TransactionCoordinator, AFailedWriteChangesNothing) {
   EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
 }
 
+// A broker cut off from the controller keeps the state it had after
+// another broker took the partition over; its writes reach no replica. A
+// retried EndTxn must not be told from that stale state that its
+// transaction is complete: the producer would take it for its new
+// transaction's commit and go on, while the new coordinator still holds
+// that transaction open (found by the transactions-late scenario).
+TEST(TransactionCoordinator, AnswersFromMemoryOnlyOnceAWriteConfirmsTheState) {
+  Harness h;
+  net::InitProducerIdResponse p = h.init("tx");
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {0}), (std::vector<int16_t>{0}));
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), 0);
+  h.world.run_for(1s);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
+  std::vector<MemoryHost::Entry>& log = h.host->partitions[h.coordinator->partition_for("tx")];
+  const size_t before = log.size();
+
+  h.host->fail_writes = 1;
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), code(Error::kCoordinatorNotAvailable))
+      << "a commit found complete is answered only once a write says this is still the coordinator";
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, true), 0);
+  EXPECT_EQ(log.size(), before + 1);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteCommit);
+
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {1}), (std::vector<int16_t>{0}));
+  h.host->fail_writes = 1;
+  EXPECT_EQ(h.add("tx", p.producer_id, p.producer_epoch, "t", {1}),
+            (std::vector<int16_t>{code(Error::kCoordinatorNotAvailable)}))
+      << "a partition the transaction holds is written again too";
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, false), 0);
+  h.world.run_for(1s);
+  EXPECT_EQ(h.state("tx"), TxnState::kCompleteAbort);
+  h.host->fail_writes = 1;
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, false), code(Error::kCoordinatorNotAvailable));
+  EXPECT_EQ(h.end("tx", p.producer_id, p.producer_epoch, false), 0);
+}
+
 TEST(TransactionCoordinator, AWriteThatMayHaveLandedIsTakenButConfirmedBeforeItCounts) {
   Harness h;
   net::InitProducerIdResponse p = h.init("tx");
