@@ -583,11 +583,18 @@ io::Task<net::AddOffsetsToTxnResponse> TransactionCoordinator::add_offsets(net::
 
 io::Task<net::EndTxnResponse> TransactionCoordinator::end_txn(net::EndTxnRequest request, int16_t version) {
   net::EndTxnResponse out;
+  const std::string& id = request.transactional_id;
   auto answer = [&](Error e) {
     out.error_code = code(fenced_for(e, version, 2));
+    if (e == Error::kInvalidTxnState) {
+      const Txn* t = find(id);
+      ctx_->log().info("transaction coordinator: EndTxn({}) of {} (producer {} epoch {}) in state {}: {}",
+                       request.committed ? "commit" : "abort", id, request.producer_id, request.producer_epoch,
+                       t != nullptr ? txn_state_name(t->state) : std::string_view("unknown"),
+                       net::error_name(out.error_code));
+    }
     return out;
   };
-  const std::string& id = request.transactional_id;
   if (id.empty()) co_return answer(Error::kInvalidRequest);
   if (const Error e = check(id); e != Error::kNone) co_return answer(e);
   Txn* t = find(id);
