@@ -209,8 +209,8 @@ void FaultSchedule::wall_jump_tick() {
   arm(config_.wall_jump_interval, [this] { wall_jump_tick(); });
 }
 
-// A node whose main task stopped (a disk error) is power-cycled, in both
-// phases, as a supervisor would; not once the final read has begun.
+// A graceful stop of a running node: its main returns when done, and
+// revive_tick() power-cycles it.
 void FaultSchedule::stop_tick() {
   if (!active_) return;
   const int i = random_node();
@@ -219,6 +219,8 @@ void FaultSchedule::stop_tick() {
   arm(config_.stop_interval, [this] { stop_tick(); });
 }
 
+// A node whose main task stopped (a disk error) is power-cycled, in both
+// phases, as a supervisor would; not once the final read has begun.
 void FaultSchedule::revive_tick() {
   if (final_) return;
   for (int i = 0; i < world_.node_count(); ++i) {

@@ -4,6 +4,7 @@
 // segment rolls, index lookups, validation errors, idempotent producers,
 // truncation, retention, timestamps, reopening with index files, and a
 // seeded crash sweep that checks recovery against a model.
+#include "absl/strings/match.h"
 #include "storage/log.h"
 
 #include <cstdlib>
@@ -304,6 +305,27 @@ TEST_F(LogTest, TruncateToRemovesTheTailDurably) {
   std::unique_ptr<Log> reopened = open();
   EXPECT_LE(reopened->log_end_offset(), 31);
   EXPECT_GE(reopened->log_end_offset(), 30);
+}
+
+// A closed log answers whatever still runs against it (a fetch, an append
+// that waited for the lock) with "closed", touching no closed file, and
+// close() yields its own result again: the broker closes its logs while
+// requests and replica fetchers still run.
+TEST_F(LogTest, AClosedLogRefusesEveryOperationAndClosesOnce) {
+  std::unique_ptr<Log> log = open();
+  append(*log, {.records = 2});
+  ASSERT_TRUE(run(ex_, log->close()).ok());
+  EXPECT_TRUE(log->offline());
+  absl::StatusOr<AppendResult> appended = run(ex_, log->append_as_leader(make_batch({.records = 1}), 3));
+  ASSERT_FALSE(appended.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(appended.status())) << appended.status();
+  EXPECT_TRUE(absl::StrContains(appended.status().message(), "is closed")) << appended.status();
+  absl::StatusOr<ReadResult> r = run(ex_, log->read(0, 1 << 20, ReadBound::kLogEnd, true));
+  EXPECT_FALSE(r.ok() && r->error == net::Error::kNone && !r->records.empty()) << "a closed log served a read";
+  EXPECT_TRUE(run(ex_, log->close()).ok()) << "a second close yields the first one's result";
+  log.reset();
+  log = open();
+  EXPECT_EQ(log->log_end_offset(), 2);
 }
 
 TEST_F(LogTest, ReopenUsesIndexFilesAndRebuildsCorruptOnes) {
