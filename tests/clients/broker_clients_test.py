@@ -93,6 +93,7 @@ def run(cmd, input=None, timeout=60):
 
 def check(name, cond, detail=""):
     if not cond:
+        print(f"FAIL {name}: {detail}", flush=True)
         raise AssertionError(f"{name}: {detail}")
     print(f"ok {name}", flush=True)
 

@@ -18,6 +18,7 @@ drawn from SEED (default: random, printed); its timing is real time, so a
 seed does not replay a run exactly.
 """
 import collections
+import logging
 import os
 import random
 import signal
@@ -41,6 +42,12 @@ def note(msg):
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+# librdkafka's own log lines go to clients.log in the work folder (its tail
+# is printed when a check fails), not between the test's lines.
+CLIENT_LOG = logging.getLogger("librdkafka")
+CLIENT_LOG.propagate = False
+CLIENT_LOG.setLevel(logging.DEBUG)
 
 TOPIC = "nemesis"
 PARTITIONS = 6
@@ -90,6 +97,7 @@ class Workload:
         self.lock = threading.Lock()
         self.acked = {}  # value -> (partition, offset)
         self.unacked = {}  # value -> the error its delivery report gave
+        self.producer_of = {}  # value -> which producer (0, 1, ...) sent it
         self.fatal = []  # fatal errors of the producers
         self.sent = 0
         self.left = -1
@@ -100,14 +108,17 @@ class Workload:
     def produce(self):
         start = time.time()
         i = 0
+        generation = 0
         while True:
             fatal = []
+            pending = set()  # this producer's messages with no report yet
             p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
-                          "linger.ms": 5, "message.timeout.ms": 300000,
+                          "linger.ms": 5, "message.timeout.ms": 300000, "logger": CLIENT_LOG,
                           "error_cb": lambda err, fatal=fatal: fatal.append(str(err)) if err.fatal() else None})
 
-            def done(err, msg):
+            def done(err, msg, pending=pending):
                 with self.lock:
+                    pending.discard(msg.value().decode())
                     if err is None:
                         self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
                     else:
@@ -121,6 +132,9 @@ class Workload:
                         continue
                     try:
                         p.produce(TOPIC, key=str(i).encode(), value=f"m{i}".encode(), on_delivery=done)
+                        with self.lock:
+                            pending.add(f"m{i}")
+                            self.producer_of[f"m{i}"] = generation
                         i += 1
                     except BufferError:
                         p.poll(0.05)
@@ -133,20 +147,33 @@ class Workload:
                 err = e.args[0]
                 if not (err.fatal() or err.code() == KafkaError._FATAL):
                     raise
-                try:
-                    p.poll(0.5)  # the underlying error reaches error_cb
-                except KafkaException:
-                    pass
+                # The underlying error reaches error_cb from poll, which
+                # may take a while on a loaded machine.
+                until = time.time() + 10
+                while not fatal and time.time() < until:
+                    try:
+                        p.poll(0.2)
+                    except KafkaException:
+                        pass
                 if not fatal:
                     fatal.append(str(err))
+            # The rest of its messages, queued or in flight, are reported
+            # failed: they may or may not be in the log. A message it never
+            # reports counts as failed too.
             try:
-                p.flush(30)  # the rest of its messages are reported failed
+                p.purge()
+                p.flush(30)
             except KafkaException:
                 pass
+            # Only the first fatal error counts: the ones after it follow from it.
             with self.lock:
-                self.fatal.extend(fatal)
+                self.fatal.append(fatal[0])
+                for v in pending:
+                    self.unacked.setdefault(v, "no delivery report after the producer's fatal error")
+                pending.clear()
+            generation += 1
             note(f"producer failed: {fatal[0]}")
-            if not all(known_client_fatal(f) for f in fatal):
+            if not known_client_fatal(fatal[0]):
                 self.sent = i
                 self.left = len(p)
                 return
@@ -154,7 +181,7 @@ class Workload:
     def consume(self):
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "nemesis-group",
                       "auto.offset.reset": "earliest", "enable.auto.commit": True,
-                      "auto.commit.interval.ms": 500, "session.timeout.ms": 10000})
+                      "auto.commit.interval.ms": 500, "session.timeout.ms": 10000, "logger": CLIENT_LOG})
         c.subscribe([TOPIC])
         while not self.stop_reading.is_set():
             m = c.poll(0.5)
@@ -191,7 +218,7 @@ def read_all(bootstrap):
     """Every message of the topic: value -> (partition, offset), and the
     number read twice."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "nemesis-verify",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, "logger": CLIENT_LOG})
     c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     got = {}
     twice = 0
@@ -209,7 +236,7 @@ def read_all(bootstrap):
 
 def checks(nodes, rnd):
     bootstrap = ",".join(s.bootstrap for s in nodes.values())
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": CLIENT_LOG})
     deadline = time.time() + 30
     while time.time() < deadline and set(admin.list_topics(timeout=10).brokers) != {1, 2, 3}:
         time.sleep(0.2)
@@ -252,9 +279,11 @@ def checks(nodes, rnd):
     extra = [v for v in got if v not in w.acked and v not in w.unacked]
     t.check("no message written twice, none that was not sent", twice == 0 and not extra,
             f"{twice} twice, {len(got)} read, e.g. {extra[:3]}")
+    # Order holds per producer: a replaced producer's last requests may
+    # still land after its successor's first ones.
     by_partition = collections.defaultdict(list)
     for v, (p, offset) in got.items():
-        by_partition[p].append((offset, int(v[1:])))
+        by_partition[(p, w.producer_of.get(v))].append((offset, int(v[1:])))
     out_of_order = 0
     for entries in by_partition.values():
         entries.sort()
@@ -286,6 +315,9 @@ def main():
     print(f"nemesis seed {SEED} ({SECONDS:.0f} s): nemesis_test.py BROOK {SECONDS:.0f} {SEED}", flush=True)
     rnd = random.Random(SEED)
     work = tempfile.mkdtemp(prefix="brook-nemesis-")
+    log_file = logging.FileHandler(os.path.join(work, "clients.log"))
+    log_file.setFormatter(logging.Formatter("%(relativeCreated)9.0fms %(message)s"))
+    CLIENT_LOG.addHandler(log_file)
     nodes = {}
     ok = False
     watchdog = None
@@ -308,6 +340,9 @@ def main():
         if not ok:
             for s in nodes.values():
                 t.print_log_tail(s, 4000)
+            log_file.flush()
+            with open(log_file.baseFilename, "rb") as f:
+                print("--- client log tail ---\n" + f.read()[-4000:].decode(errors="replace"), flush=True)
         else:
             import shutil
             shutil.rmtree(work, ignore_errors=True)
