@@ -160,11 +160,11 @@ class Workload:
             # The rest of its messages, queued or in flight, are reported
             # failed: they may or may not be in the log. A message it never
             # reports counts as failed too.
-            try:
-                p.purge()
-                p.flush(30)
-            except KafkaException:
-                pass
+            for finish in (p.purge, lambda: p.flush(30)):
+                try:
+                    finish()
+                except KafkaException:
+                    pass
             # Only the first fatal error counts: the ones after it follow from it.
             with self.lock:
                 self.fatal.append(fatal[0])
