@@ -981,9 +981,13 @@ def run_with_server(prefix, body, extra_args=(), done="all client checks passed"
 
 
 def print_log_tail(server, size=6000):
-    with open(server.log, "rb") as f:
+    print_file_tail(server.log, "server log", size)
+
+
+def print_file_tail(path, title, size):
+    with open(path, "rb") as f:
         tail = f.read()[-size:].decode(errors="replace")
-    print("--- server log tail ---\n" + tail, flush=True)
+    print(f"--- {title} tail ---\n" + tail, flush=True)
 
 
 def start_watchdog(server):

@@ -17,6 +17,7 @@ are back every partition has its three replicas in the ISR. The nemesis is
 drawn from SEED (default: random, printed); its timing is real time, so a
 seed does not replay a run exactly.
 """
+import bisect
 import collections
 import logging
 import os
@@ -97,7 +98,7 @@ class Workload:
         self.lock = threading.Lock()
         self.acked = {}  # value -> (partition, offset)
         self.unacked = {}  # value -> the error its delivery report gave
-        self.producer_of = {}  # value -> which producer (0, 1, ...) sent it
+        self.firsts = []  # the first message number of each producer after the first
         self.fatal = []  # fatal errors of the producers
         self.sent = 0
         self.left = -1
@@ -108,17 +109,15 @@ class Workload:
     def produce(self):
         start = time.time()
         i = 0
-        generation = 0
         while True:
             fatal = []
-            pending = set()  # this producer's messages with no report yet
+            first = i  # this producer sends m{first}, m{first+1}, ...
             p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                           "linger.ms": 5, "message.timeout.ms": 300000, "logger": CLIENT_LOG,
                           "error_cb": lambda err, fatal=fatal: fatal.append(str(err)) if err.fatal() else None})
 
-            def done(err, msg, pending=pending):
+            def done(err, msg):
                 with self.lock:
-                    pending.discard(msg.value().decode())
                     if err is None:
                         self.acked[msg.value().decode()] = (msg.partition(), msg.offset())
                     else:
@@ -132,9 +131,6 @@ class Workload:
                         continue
                     try:
                         p.produce(TOPIC, key=str(i).encode(), value=f"m{i}".encode(), on_delivery=done)
-                        with self.lock:
-                            pending.add(f"m{i}")
-                            self.producer_of[f"m{i}"] = generation
                         i += 1
                     except BufferError:
                         p.poll(0.05)
@@ -168,10 +164,10 @@ class Workload:
             # Only the first fatal error counts: the ones after it follow from it.
             with self.lock:
                 self.fatal.append(fatal[0])
-                for v in pending:
-                    self.unacked.setdefault(v, "no delivery report after the producer's fatal error")
-                pending.clear()
-            generation += 1
+                self.firsts.append(i)
+                for v in (f"m{n}" for n in range(first, i)):
+                    if v not in self.acked:
+                        self.unacked.setdefault(v, "no delivery report after the producer's fatal error")
             note(f"producer failed: {fatal[0]}")
             if not known_client_fatal(fatal[0]):
                 self.sent = i
@@ -283,7 +279,8 @@ def checks(nodes, rnd):
     # still land after its successor's first ones.
     by_partition = collections.defaultdict(list)
     for v, (p, offset) in got.items():
-        by_partition[(p, w.producer_of.get(v))].append((offset, int(v[1:])))
+        n = int(v[1:])
+        by_partition[(p, bisect.bisect_right(w.firsts, n))].append((offset, n))
     out_of_order = 0
     for entries in by_partition.values():
         entries.sort()
@@ -341,8 +338,7 @@ def main():
             for s in nodes.values():
                 t.print_log_tail(s, 4000)
             log_file.flush()
-            with open(log_file.baseFilename, "rb") as f:
-                print("--- client log tail ---\n" + f.read()[-4000:].decode(errors="replace"), flush=True)
+            t.print_file_tail(log_file.baseFilename, "client log", 4000)
         else:
             import shutil
             shutil.rmtree(work, ignore_errors=True)
