@@ -1,6 +1,9 @@
 // coordinators/runtime/record_log.cc
 #include "coordinators/runtime/record_log.h"
 
+#include <cstdint>
+#include <cstdlib>
+
 namespace brook::runtime {
 
 int32_t java_string_hash(std::string_view s) {
@@ -38,8 +41,10 @@ int32_t java_string_hash(std::string_view s) {
 }
 
 int32_t partition_for_key(std::string_view key, int32_t partitions) {
-  const int32_t h = java_string_hash(key) & 0x7fffffff;
-  return h % partitions;
+  // Utils.abs is Math.abs with Integer.MIN_VALUE taken to 0 (not the sign
+  // bit cleared, as the producer's partitioner does with murmur2).
+  const int32_t h = java_string_hash(key);
+  return (h == INT32_MIN ? 0 : std::abs(h)) % partitions;
 }
 
 }  // namespace brook::runtime

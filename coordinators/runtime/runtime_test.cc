@@ -40,14 +40,16 @@ TEST(Placement, MatchesJavaStringHash) {
   EXPECT_EQ(java_string_hash("grüße"), 98768023);
   EXPECT_EQ(java_string_hash("😀g"), 54959972);
   EXPECT_EQ(java_string_hash(""), 0);
-  EXPECT_EQ(partition_for_key("my-group", 50), 36);
+  // A negative hash: abs, not the sign bit cleared (which gives 36).
+  EXPECT_EQ(partition_for_key("my-group", 50), 12);
+  EXPECT_EQ(partition_for_key("nemesis-group", 50), 44);
   EXPECT_EQ(partition_for_key("test-group", 50), 12);
   EXPECT_EQ(partition_for_key("console-consumer-12345", 50), 6);
-  // Integer.MIN_VALUE hashes stay in range (abs is the sign bit cleared).
+  // Integer.MIN_VALUE hashes go to partition 0, as Utils.abs takes them to 0.
   for (std::string_view k : {"polygenelubricants", "GydZG_", "DESIGNING WORKHOUSES"}) {
-    const int32_t p = partition_for_key(k, 50);
-    EXPECT_GE(p, 0);
-    EXPECT_LT(p, 50);
+    EXPECT_EQ(java_string_hash(k), INT32_MIN) << k;
+    EXPECT_EQ(partition_for_key(k, 50), 0) << k;
+    EXPECT_EQ(partition_for_key(k, 7), 0) << k;
   }
 }
 
