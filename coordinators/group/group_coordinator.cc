@@ -1156,7 +1156,9 @@ net::OffsetFetchResponse GroupCoordinator::fetch_offsets(const net::OffsetFetchR
     }
     if (e != Error::kNone) {
       go.error_code = code(e);
-      if (topics.has_value()) {
+      // As Kafka answers: from v2 the group's error alone, before v2 the
+      // error of every partition asked about.
+      if (topics.has_value() && version < 2) {
         for (const auto& [name, parts] : *topics) {
           auto& t = go.topics.emplace_back();
           t.name = name;

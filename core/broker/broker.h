@@ -453,6 +453,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
   // OffsetDelete, DescribeGroups, ListGroups, DeleteGroups (groups.cc).
   io::Task<absl::StatusOr<io::BufferChain>> on_group_request(const net::RequestFrame& frame);
+  // OffsetFetch for a group this broker does not coordinate: asks the
+  // broker that does, once, and answers with its answer (`local`, this
+  // broker's NOT_COORDINATOR, when it cannot tell who does).
+  io::Task<net::OffsetFetchResponse> forward_offset_fetch(net::OffsetFetchRequest request, int16_t version,
+                                                          net::OffsetFetchResponse local);
   // Forwards a controller API request as it came and answers with the
   // controller's answer (a timeout answers REQUEST_TIMED_OUT).
   template <typename Req, typename Resp>
@@ -508,6 +513,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   txn::TransactionCoordinator txns_;
   // Connections to other brokers for markers and verifications.
   std::map<int32_t, std::unique_ptr<net::Peer>> txn_peers_;
+  // Connections to other brokers for forwarded OffsetFetch requests.
+  std::map<int32_t, std::unique_ptr<net::Peer>> group_peers_;
+  // Connections replaced (their broker's address changed) while calls were
+  // still under way on them (peer_for).
+  std::vector<std::unique_ptr<net::Peer>> retired_peers_;
   uint64_t next_verification_guard_ = 0;
 };
 

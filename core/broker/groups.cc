@@ -33,6 +33,36 @@ const std::string& txn_topic() {
   return name;
 }
 
+// The client id (with the node id after it) of OffsetFetch requests one
+// broker forwards to another.
+constexpr std::string_view kOffsetFetchForwardPurpose = "brook-offset-fetch-forward";
+constexpr io::Duration kOffsetFetchForwardTimeout = 5s;
+
+// OffsetFetch's error for its one group, where `version` puts it: the
+// group's entry (v8+), the top level (v2-v7) or every partition (v0-v1).
+Error offset_fetch_error(const net::OffsetFetchResponse& r, int16_t version) {
+  if (version >= 8) return r.groups.size() == 1 ? static_cast<Error>(r.groups.front().error_code) : Error::kNone;
+  if (version >= 2) return static_cast<Error>(r.error_code);
+  for (const auto& t : r.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != 0) return static_cast<Error>(p.error_code);
+    }
+  }
+  return Error::kNone;
+}
+
+void set_offset_fetch_error(net::OffsetFetchResponse& r, int16_t version, Error e) {
+  if (version >= 8) {
+    for (auto& g : r.groups) g.error_code = net::code(e);
+  } else if (version >= 2) {
+    r.error_code = net::code(e);
+  } else {
+    for (auto& t : r.topics) {
+      for (auto& p : t.partitions) p.error_code = net::code(e);
+    }
+  }
+}
+
 }  // namespace
 
 // --- the coordinator's partitions -------------------------------------------------
@@ -317,6 +347,43 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_find_coordinator(const net:
 
 // --- the group APIs ----------------------------------------------------------------------
 
+// OffsetFetch at a broker that is not the group's coordinator. Kafka answers
+// NOT_COORDINATOR, and so does this broker when it cannot tell who is; but a
+// client that asks just as the coordinator moves (a new generation's
+// assignment fetched from the broker that handed it out, moments before it
+// resigned) may not recover from that answer: librdkafka takes a
+// request-level NOT_COORDINATOR on OffsetFetch as final for the partitions
+// it asked about and never starts fetching them until the next rebalance
+// (its issue 5586).
+// So the request goes on to the broker that leads the group's
+// __consumer_offsets partition, once (a forwarded request is not forwarded
+// again), and its answer is the client's. A coordinator that does not
+// answer, or is not one yet either, makes the answer
+// COORDINATOR_LOAD_IN_PROGRESS, which every client retries.
+io::Task<net::OffsetFetchResponse> Broker::forward_offset_fetch(net::OffsetFetchRequest request, int16_t version,
+                                                                net::OffsetFetchResponse local) {
+  std::optional<std::string> group_id;
+  if (version < 8) {
+    group_id = request.group_id;
+  } else if (request.groups.size() == 1) {
+    group_id = request.groups.front().group_id;
+  }
+  if (!group_id.has_value()) co_return local;
+  const metadata::TopicImage* t = image_.topics().topic(offsets_topic());
+  const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(groups_.partition_for(*group_id));
+  if (reg == nullptr || reg->leader < 0 || reg->leader == config_.node_id) co_return local;
+  std::optional<io::Address> address = broker_address(reg->leader);
+  if (!address.has_value()) co_return local;
+  net::Peer& peer = peer_for(group_peers_, reg->leader, *address, kOffsetFetchForwardPurpose);
+  absl::StatusOr<net::OffsetFetchResponse> answer =
+      co_await peer.call<net::OffsetFetchResponse>(request, version, kOffsetFetchForwardTimeout);
+  if (answer.ok() && offset_fetch_error(*answer, version) != Error::kNotCoordinator) co_return *std::move(answer);
+  ctx_->log().debug("broker: OffsetFetch of group {} forwarded to broker {}: {}", *group_id, reg->leader,
+                    answer.ok() ? "not the coordinator either" : answer.status().ToString());
+  set_offset_fetch_error(local, version, Error::kCoordinatorLoadInProgress);
+  co_return local;
+}
+
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::RequestFrame& frame) {
   const int16_t version = frame.header.request_api_version;
   switch (frame.header.request_api_key) {
@@ -348,7 +415,12 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
     }
     case net::OffsetFetchRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(net::OffsetFetchRequest r, net::decode_body<net::OffsetFetchRequest>(frame));
-      co_return net::encode_response(groups_.fetch_offsets(r, version), frame.header);
+      net::OffsetFetchResponse out = groups_.fetch_offsets(r, version);
+      if (offset_fetch_error(out, version) == Error::kNotCoordinator &&
+          !frame.header.client_id.value_or("").starts_with(kOffsetFetchForwardPurpose)) {
+        out = co_await forward_offset_fetch(std::move(r), version, std::move(out));
+      }
+      co_return net::encode_response(out, frame.header);
     }
     case net::OffsetDeleteRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(net::OffsetDeleteRequest r, net::decode_body<net::OffsetDeleteRequest>(frame));

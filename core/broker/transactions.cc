@@ -184,12 +184,19 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
 
 net::Peer& Broker::peer_for(std::map<int32_t, std::unique_ptr<net::Peer>>& peers, int32_t id,
                             const io::Address& address, std::string_view purpose) {
+  // A replaced connection may still carry calls (their coroutines hold it):
+  // it is kept until they are done.
+  std::erase_if(retired_peers_, [](const std::unique_ptr<net::Peer>& p) { return p->in_flight() == 0; });
   auto it = peers.find(id);
   if (it == peers.end() || !(it->second->address() == address)) {
-    it = peers
-             .insert_or_assign(id, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
-                                                               fmt::format("{}-{}", purpose, config_.node_id)))
-             .first;
+    auto fresh = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
+                                             fmt::format("{}-{}", purpose, config_.node_id));
+    if (it != peers.end()) {
+      if (it->second->in_flight() > 0) retired_peers_.push_back(std::move(it->second));
+      it->second = std::move(fresh);
+    } else {
+      it = peers.emplace(id, std::move(fresh)).first;
+    }
   }
   return *it->second;
 }

@@ -295,6 +295,30 @@ def checks(nodes, rnd):
         th.join()
     unseen = [v for v in w.acked if w.seen[v] == 0]
     t.check("the group was given every acknowledged message", not unseen, f"{len(unseen)} never given")
+    # OffsetFetch to any broker answers with the coordinator's offsets (the
+    # others forward it): kafka-python asks the broker it is told to.
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError as PyKafkaError
+    kadmin = KafkaAdminClient(bootstrap_servers=bootstrap)
+
+    def committed_at(n):
+        # A coordinator still loading (leadership may move back to a
+        # restarted node) answers COORDINATOR_LOAD_IN_PROGRESS (14) or
+        # COORDINATOR_NOT_AVAILABLE (15); NOT_COORDINATOR is a failure.
+        for attempt in range(60):
+            try:
+                got = kadmin.list_consumer_group_offsets("nemesis-group", group_coordinator_id=n)
+                return {(tp.partition, om.offset) for tp, om in got.items()}
+            except PyKafkaError as e:
+                if getattr(e, "errno", None) not in (14, 15) or attempt == 59:
+                    raise
+                time.sleep(0.5)
+    try:
+        answers = {n: committed_at(n) for n in sorted(nodes)}
+    finally:
+        kadmin.close()
+    t.check("every broker answers OffsetFetch with the group's committed offsets",
+            len({frozenset(a) for a in answers.values()}) == 1 and len(answers[1]) == PARTITIONS, str(answers))
 
     deadline = time.time() + 60
     while time.time() < deadline:

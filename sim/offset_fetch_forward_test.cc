@@ -1,0 +1,200 @@
+// sim/offset_fetch_forward_test.cc
+//
+// OffsetFetch at a broker that is not the group's coordinator, in a
+// three-node cluster in the simulator: the broker asks the coordinator and
+// answers with its committed offsets, in every version's shape; a request
+// it was forwarded is not forwarded again; and a coordinator it cannot
+// reach makes the answer COORDINATOR_LOAD_IN_PROGRESS, which clients retry,
+// never NOT_COORDINATOR, which leaves librdkafka's partitions unfetched.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/broker/broker.h"
+#include "net/client/group.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/offset_fetch_request.h"
+#include "net/kafka/messages/offset_fetch_response.h"
+#include "net/kafka/rpc.h"
+#include "sim/broker.h"
+#include "sim/world.h"
+
+namespace brook::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using net::Error;
+
+constexpr std::string_view kGroup = "moving-group";
+constexpr int kNodes = 3;
+
+// One OffsetFetch's answer: the group's error (wherever the version puts
+// it) and the committed offsets of t-0 and t-1.
+struct Answer {
+  bool ok = false;
+  Error error = Error::kNone;
+  std::map<int32_t, int64_t> offsets;
+};
+
+io::Task<Answer> fetch(io::Context* ctx, io::Address broker, int16_t version, std::string client_id) {
+  net::Peer peer(ctx->network(), ctx->clock(), broker, std::move(client_id));
+  net::OffsetFetchRequest r;
+  if (version < 8) {
+    r.group_id = std::string(kGroup);
+    auto& t = r.topics.emplace().emplace_back();
+    t.name = "t";
+    t.partition_indexes = {0, 1};
+  } else {
+    auto& g = r.groups.emplace_back();
+    g.group_id = std::string(kGroup);
+    auto& t = g.topics.emplace().emplace_back();
+    t.name = "t";
+    t.partition_indexes = {0, 1};
+  }
+  absl::StatusOr<net::OffsetFetchResponse> out = co_await peer.call<net::OffsetFetchResponse>(r, version, 20s);
+  Answer a;
+  if (!out.ok()) co_return a;
+  a.ok = true;
+  if (version >= 8) {
+    if (out->groups.size() != 1) co_return Answer{};
+    a.error = static_cast<Error>(out->groups.front().error_code);
+    for (const auto& t : out->groups.front().topics) {
+      for (const auto& p : t.partitions) {
+        if (p.error_code != 0 && a.error == Error::kNone) a.error = static_cast<Error>(p.error_code);
+        a.offsets[p.partition_index] = p.committed_offset;
+      }
+    }
+    co_return a;
+  }
+  if (version >= 2) a.error = static_cast<Error>(out->error_code);
+  for (const auto& t : out->topics) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != 0 && a.error == Error::kNone) a.error = static_cast<Error>(p.error_code);
+      a.offsets[p.partition_index] = p.committed_offset;
+    }
+  }
+  co_return a;
+}
+
+struct Outcome {
+  bool committed = false;
+  bool done = false;
+  // By broker index, then version.
+  std::map<int, std::map<int16_t, Answer>> forwarded;
+  std::map<int, Answer> direct;  // asked as a forwarding broker asks
+  std::optional<int> coordinator;
+  Answer cut_off;  // from a broker that cannot reach the coordinator
+};
+
+class OffsetFetchForward : public ::testing::Test {
+ protected:
+  OffsetFetchForward() : world_(29) {
+    for (int i = 0; i < kNodes; ++i) {
+      servers_.push_back(&world_.add_node());
+      brokers_.push_back(servers_.back()->address(9092));
+      controllers_.push_back(servers_.back()->address(9093));
+    }
+    client_ = &world_.add_node();
+    for (int i = 0; i < kNodes; ++i) {
+      servers_[static_cast<size_t>(i)]->start([this, i](io::Context& ctx) {
+        ServerNodeOptions o;
+        o.index = i;
+        o.brokers = brokers_;
+        o.controllers = controllers_;
+        o.replication_factor = kNodes;
+        o.offsets_partitions = 5;
+        o.offsets_replication_factor = kNodes;
+        return server_node_main(&ctx, o);
+      });
+    }
+  }
+
+  // Commits t-0 at 42 and t-1 at 7 for the group, retrying until the
+  // cluster takes it.
+  io::Task<void> commit(io::Context* ctx) {
+    co_await ctx->clock().sleep_for(3s);
+    client::Cluster admin(*ctx, sim_client_options(brokers_, "admin"));
+    co_await create_topic_until_done(ctx, &admin, "t", 2, kNodes);
+    client::Cluster cluster(*ctx, sim_client_options(brokers_, "committer"));
+    client::GroupOptions g;
+    g.group_id = std::string(kGroup);
+    client::GroupMember m(cluster, g);
+    const std::map<client::TopicPartition, int64_t> offsets{{client::TopicPartition("t", 0), 42},
+                                                           {client::TopicPartition("t", 1), 7}};
+    while (!(co_await m.commit(offsets)).ok()) co_await ctx->clock().sleep_for(200ms);
+    out_.committed = true;
+  }
+
+  World world_;
+  std::vector<Node*> servers_;
+  Node* client_ = nullptr;
+  std::vector<io::Address> brokers_;
+  std::vector<io::Address> controllers_;
+  Outcome out_;
+};
+
+TEST_F(OffsetFetchForward, EveryBrokerAnswersWithTheCoordinatorsOffsets) {
+  client_->start([this](io::Context& ctx) -> io::Task<void> {
+    co_await commit(&ctx);
+    for (int i = 0; i < kNodes; ++i) {
+      // As a forwarding broker asks: only the coordinator itself answers.
+      Answer direct = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], 7, "brook-offset-fetch-forward-9");
+      if (direct.ok && direct.error == Error::kNone) out_.coordinator = i;
+      out_.direct[i] = direct;
+      for (int16_t v : {int16_t{1}, int16_t{3}, int16_t{7}, int16_t{8}}) {
+        out_.forwarded[i][v] = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], v, "consumer");
+      }
+    }
+    out_.done = true;
+  });
+  ASSERT_TRUE(world_.run_until([&] { return out_.done; }, 300s));
+  ASSERT_TRUE(out_.coordinator.has_value());
+  for (int i = 0; i < kNodes; ++i) {
+    if (i != *out_.coordinator) {
+      EXPECT_TRUE(out_.direct[i].ok);
+      EXPECT_EQ(net::code(out_.direct[i].error), net::code(Error::kNotCoordinator)) << "broker " << i;
+    }
+    for (const auto& [v, a] : out_.forwarded[i]) {
+      SCOPED_TRACE(testing::Message() << "broker " << i << " v" << v);
+      EXPECT_TRUE(a.ok);
+      EXPECT_EQ(net::code(a.error), 0);
+      EXPECT_EQ(a.offsets, (std::map<int32_t, int64_t>{{0, 42}, {1, 7}}));
+    }
+  }
+}
+
+TEST_F(OffsetFetchForward, AnUnreachableCoordinatorIsRetriable) {
+  client_->start([this](io::Context& ctx) -> io::Task<void> {
+    co_await commit(&ctx);
+    for (int i = 0; i < kNodes; ++i) {
+      Answer direct = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], 7, "brook-offset-fetch-forward-9");
+      if (direct.ok && direct.error == Error::kNone) out_.coordinator = i;
+    }
+    if (!out_.coordinator.has_value()) {
+      out_.done = true;
+      co_return;
+    }
+    const int other = (*out_.coordinator + 1) % kNodes;
+    // The other broker can no longer reach the coordinator; the client
+    // reaches both.
+    world_.network().partition({servers_[static_cast<size_t>(other)]->index()},
+                               {servers_[static_cast<size_t>(*out_.coordinator)]->index()},
+                               PartitionMode::kSymmetric);
+    out_.cut_off = co_await fetch(&ctx, brokers_[static_cast<size_t>(other)], 7, "consumer");
+    world_.network().heal();
+    out_.done = true;
+  });
+  ASSERT_TRUE(world_.run_until([&] { return out_.done; }, 300s));
+  ASSERT_TRUE(out_.coordinator.has_value());
+  EXPECT_TRUE(out_.cut_off.ok);
+  EXPECT_EQ(net::code(out_.cut_off.error), net::code(Error::kCoordinatorLoadInProgress));
+  // From v2 a group's error comes alone, as Kafka answers it.
+  EXPECT_TRUE(out_.cut_off.offsets.empty());
+}
+
+}  // namespace
+}  // namespace brook::sim
