@@ -50,6 +50,24 @@ CLIENT_LOG = logging.getLogger("librdkafka")
 CLIENT_LOG.propagate = False
 CLIENT_LOG.setLevel(logging.DEBUG)
 
+
+class FatalLines(logging.Handler):
+    """librdkafka's own report of each client's fatal error ("FATAL [id#..."
+    lines), by client.id."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = collections.defaultdict(list)
+
+    def emit(self, record):
+        m = record.getMessage()
+        if m.startswith("FATAL ["):
+            self.lines[m[len("FATAL ["):].split("#", 1)[0]].append(m)
+
+
+FATAL_LINES = FatalLines()
+CLIENT_LOG.addHandler(FATAL_LINES)
+
 TOPIC = "nemesis"
 PARTITIONS = 6
 # Messages per second the producer offers: the client, three servers and
@@ -88,7 +106,8 @@ def start_cluster(work):
 # see the same). The producer is replaced, and its unacknowledged messages
 # may or may not be in the log; any other fatal error fails the test.
 def known_client_fatal(error):
-    return "OUT_OF_ORDER_SEQUENCE_NUMBER" in error and (
+    # The error's name as error_cb gives it, or its text as librdkafka logs it.
+    return ("OUT_OF_ORDER_SEQUENCE_NUMBER" in error or "out of order sequence number" in error) and (
         "sequence desynchronization" in error or "rewound sequence number" in error)
 
 
@@ -112,7 +131,9 @@ class Workload:
         while True:
             fatal = []
             first = i  # this producer sends m{first}, m{first+1}, ...
-            p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+            client_id = f"nemesis-producer-{len(self.firsts)}"
+            p = Producer({"bootstrap.servers": self.bootstrap, "client.id": client_id,
+                          "acks": "all", "enable.idempotence": True,
                           "linger.ms": 5, "message.timeout.ms": 300000, "logger": CLIENT_LOG,
                           "error_cb": lambda err, fatal=fatal: fatal.append(str(err)) if err.fatal() else None})
 
@@ -144,15 +165,17 @@ class Workload:
                 if not (err.fatal() or err.code() == KafkaError._FATAL):
                     raise
                 # The underlying error reaches error_cb from poll, which
-                # may take a while on a loaded machine.
+                # may take a while on a loaded machine, and now and then
+                # not at all; librdkafka also logs it (as a FATAL line,
+                # also delivered by poll).
                 until = time.time() + 10
-                while not fatal and time.time() < until:
+                while not fatal and not FATAL_LINES.lines.get(client_id) and time.time() < until:
                     try:
                         p.poll(0.2)
                     except KafkaException:
                         pass
                 if not fatal:
-                    fatal.append(str(err))
+                    fatal.append(FATAL_LINES.lines[client_id][0] if FATAL_LINES.lines.get(client_id) else str(err))
             # The rest of its messages, queued or in flight, are reported
             # failed: they may or may not be in the log. A message it never
             # reports counts as failed too.
