@@ -51,6 +51,16 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange_on(std::unique_ptr<io::Conne
   co_return std::move(*response);
 }
 
+Peer& PeerPool::get(int32_t id, const io::Address& address) {
+  std::erase_if(retired_, [](const std::unique_ptr<Peer>& p) { return p->in_flight() == 0; });
+  std::unique_ptr<Peer>& slot = peers_[id];
+  if (slot == nullptr || !(slot->address() == address)) {
+    if (slot != nullptr && slot->in_flight() > 0) retired_.push_back(std::move(slot));
+    slot = std::make_unique<Peer>(*network_, *clock_, address, client_id_);
+  }
+  return *slot;
+}
+
 io::Task<absl::StatusOr<io::Buffer>> Peer::exchange(io::BufferChain frame, int32_t correlation_id,
                                                     io::Duration timeout) {
   std::unique_ptr<io::Connection> conn;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +108,33 @@ class Peer {
   int32_t next_correlation_id_ = 1;
   size_t in_flight_ = 0;
   std::vector<std::unique_ptr<io::Connection>> idle_;
+};
+
+// One Peer per node id, for a node that calls several others (a broker's
+// fetchers, coordinators and transaction markers). A node whose address
+// changes gets a fresh Peer; the replaced one is kept while calls are still
+// under way on it (their coroutines hold it) and dropped by a later get()
+// once they are done.
+class PeerPool {
+ public:
+  // Each Peer's client id is `client_id`.
+  PeerPool(io::Network& network, const io::Clock& clock, std::string client_id)
+      : network_(&network), clock_(&clock), client_id_(std::move(client_id)) {}
+  PeerPool(const PeerPool&) = delete;
+  PeerPool& operator=(const PeerPool&) = delete;
+
+  // The Peer for node `id` at `address`. The reference stays valid for as
+  // long as a call made on it is under way, or until the next get().
+  Peer& get(int32_t id, const io::Address& address);
+  // Replaced Peers still kept for their calls.
+  size_t retired() const { return retired_.size(); }
+
+ private:
+  io::Network* network_;
+  const io::Clock* clock_;
+  std::string client_id_;
+  std::map<int32_t, std::unique_ptr<Peer>> peers_;
+  std::vector<std::unique_ptr<Peer>> retired_;
 };
 
 // Answers one request frame; the response frame (size prefix included).
