@@ -31,6 +31,8 @@ using net::Error;
 
 constexpr std::string_view kGroup = "moving-group";
 constexpr int kNodes = 3;
+// The client id a forwarding broker (node 9) would send.
+const std::string kForwarded = std::string(broker::kOffsetFetchForwardClientId) + "-9";
 
 // One OffsetFetch's answer: the group's error (wherever the version puts
 // it) and the committed offsets of t-0 and t-1.
@@ -58,30 +60,28 @@ io::Task<Answer> fetch(io::Context* ctx, io::Address broker, int16_t version, st
   absl::StatusOr<net::OffsetFetchResponse> out = co_await peer.call<net::OffsetFetchResponse>(r, version, 20s);
   Answer a;
   if (!out.ok()) co_return a;
-  a.ok = true;
-  if (version >= 8) {
-    if (out->groups.size() != 1) co_return Answer{};
-    a.error = static_cast<Error>(out->groups.front().error_code);
-    for (const auto& t : out->groups.front().topics) {
+  // v8+ and the older versions name their topic types differently.
+  auto take = [&a](const auto& topics) {
+    for (const auto& t : topics) {
       for (const auto& p : t.partitions) {
         if (p.error_code != 0 && a.error == Error::kNone) a.error = static_cast<Error>(p.error_code);
         a.offsets[p.partition_index] = p.committed_offset;
       }
     }
-    co_return a;
+  };
+  if (version >= 8) {
+    if (out->groups.size() != 1) co_return a;
+    a.error = static_cast<Error>(out->groups.front().error_code);
+    take(out->groups.front().topics);
+  } else {
+    if (version >= 2) a.error = static_cast<Error>(out->error_code);
+    take(out->topics);
   }
-  if (version >= 2) a.error = static_cast<Error>(out->error_code);
-  for (const auto& t : out->topics) {
-    for (const auto& p : t.partitions) {
-      if (p.error_code != 0 && a.error == Error::kNone) a.error = static_cast<Error>(p.error_code);
-      a.offsets[p.partition_index] = p.committed_offset;
-    }
-  }
+  a.ok = true;
   co_return a;
 }
 
 struct Outcome {
-  bool committed = false;
   bool done = false;
   // By broker index, then version.
   std::map<int, std::map<int16_t, Answer>> forwarded;
@@ -126,7 +126,17 @@ class OffsetFetchForward : public ::testing::Test {
     const std::map<client::TopicPartition, int64_t> offsets{{client::TopicPartition("t", 0), 42},
                                                            {client::TopicPartition("t", 1), 7}};
     while (!(co_await m.commit(offsets)).ok()) co_await ctx->clock().sleep_for(200ms);
-    out_.committed = true;
+  }
+
+  // Asks every broker for the group's offsets as a forwarding broker asks,
+  // so that only the coordinator answers them; records each answer and the
+  // coordinator.
+  io::Task<void> find_coordinator(io::Context* ctx) {
+    for (int i = 0; i < kNodes; ++i) {
+      Answer direct = co_await fetch(ctx, brokers_[static_cast<size_t>(i)], 7, kForwarded);
+      if (direct.ok && direct.error == Error::kNone) out_.coordinator = i;
+      out_.direct[i] = direct;
+    }
   }
 
   World world_;
@@ -140,11 +150,8 @@ class OffsetFetchForward : public ::testing::Test {
 TEST_F(OffsetFetchForward, EveryBrokerAnswersWithTheCoordinatorsOffsets) {
   client_->start([this](io::Context& ctx) -> io::Task<void> {
     co_await commit(&ctx);
+    co_await find_coordinator(&ctx);
     for (int i = 0; i < kNodes; ++i) {
-      // As a forwarding broker asks: only the coordinator itself answers.
-      Answer direct = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], 7, "brook-offset-fetch-forward-9");
-      if (direct.ok && direct.error == Error::kNone) out_.coordinator = i;
-      out_.direct[i] = direct;
       for (int16_t v : {int16_t{1}, int16_t{3}, int16_t{7}, int16_t{8}}) {
         out_.forwarded[i][v] = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], v, "consumer");
       }
@@ -170,10 +177,7 @@ TEST_F(OffsetFetchForward, EveryBrokerAnswersWithTheCoordinatorsOffsets) {
 TEST_F(OffsetFetchForward, AnUnreachableCoordinatorIsRetriable) {
   client_->start([this](io::Context& ctx) -> io::Task<void> {
     co_await commit(&ctx);
-    for (int i = 0; i < kNodes; ++i) {
-      Answer direct = co_await fetch(&ctx, brokers_[static_cast<size_t>(i)], 7, "brook-offset-fetch-forward-9");
-      if (direct.ok && direct.error == Error::kNone) out_.coordinator = i;
-    }
+    co_await find_coordinator(&ctx);
     if (!out_.coordinator.has_value()) {
       out_.done = true;
       co_return;

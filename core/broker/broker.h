@@ -101,6 +101,11 @@
 
 namespace brook::broker {
 
+// The client id prefix of an OffsetFetch one broker forwards to the group's
+// coordinator; a request carrying it is answered locally, never forwarded
+// again.
+inline constexpr std::string_view kOffsetFetchForwardClientId = "brook-offset-fetch-forward";
+
 struct BrokerConfig {
   int32_t node_id = 1;
   std::string cluster_id;
@@ -307,6 +312,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
                                net::FetchResponse::PartitionData data);
   // A broker's address on this broker's listener, if registered.
   std::optional<io::Address> broker_address(int32_t id) const;
+  // The image's registration of a partition (its leader, epoch and
+  // replicas), or nullptr when the image has no such partition.
+  const metadata::PartitionRegistration* registration(std::string_view topic, int32_t partition) const;
 
   // An I/O error on a partition's log: the broker stops (see run()).
   void log_failed(const absl::Status& status);
@@ -411,10 +419,10 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // Whether a verified check still holds: no marker for the producer, and
   // no new leadership, since it began.
   bool still_verified(const TxnCheck& check, int64_t producer_id);
-  // The connection to another broker in `peers` (made again when its
-  // address changed).
-  net::Peer& peer_for(std::map<int32_t, std::unique_ptr<net::Peer>>& peers, int32_t id, const io::Address& address,
-                      std::string_view purpose);
+  // The client id of this broker's connections for `purpose`.
+  std::string peer_client_id(std::string_view purpose) const {
+    return std::string(purpose) + "-" + std::to_string(config_.node_id);
+  }
   // Appends a commit or abort marker to a partition led here and waits
   // until the ISR has it (WriteTxnMarkers for one partition).
   io::Task<net::Error> append_marker(std::string topic, int32_t index, int64_t producer_id, int16_t producer_epoch,
@@ -500,7 +508,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
 
   // Replica fetchers by leader id, and the scope they (and ISR changes) run in.
   std::set<int32_t> fetchers_;
-  std::map<int32_t, std::unique_ptr<net::Peer>> broker_peers_;
+  net::PeerPool replica_peers_{ctx_->network(), ctx_->clock(), peer_client_id("replica")};
   io::TaskScope* background_ = nullptr;
 
   group::GroupCoordinator groups_;
@@ -511,13 +519,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   runtime::BatchedWriter txn_writer_;
   TxnHost txn_host_;
   txn::TransactionCoordinator txns_;
-  // Connections to other brokers for markers and verifications.
-  std::map<int32_t, std::unique_ptr<net::Peer>> txn_peers_;
-  // Connections to other brokers for forwarded OffsetFetch requests.
-  std::map<int32_t, std::unique_ptr<net::Peer>> group_peers_;
-  // Connections replaced (their broker's address changed) while calls were
-  // still under way on them (peer_for).
-  std::vector<std::unique_ptr<net::Peer>> retired_peers_;
+  // Connections to other brokers for markers, for verifications, and for
+  // forwarded OffsetFetch requests.
+  net::PeerPool marker_peers_{ctx_->network(), ctx_->clock(), peer_client_id("txn-markers")};
+  net::PeerPool verify_peers_{ctx_->network(), ctx_->clock(), peer_client_id("txn-verify")};
+  net::PeerPool group_peers_{ctx_->network(), ctx_->clock(), peer_client_id(kOffsetFetchForwardClientId)};
   uint64_t next_verification_guard_ = 0;
 };
 

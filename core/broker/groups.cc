@@ -35,7 +35,6 @@ const std::string& txn_topic() {
 
 // The client id (with the node id after it) of OffsetFetch requests one
 // broker forwards to another.
-constexpr std::string_view kOffsetFetchForwardPurpose = "brook-offset-fetch-forward";
 constexpr io::Duration kOffsetFetchForwardTimeout = 5s;
 
 // OffsetFetch's error for its one group, where `version` puts it: the
@@ -67,9 +66,13 @@ void set_offset_fetch_error(net::OffsetFetchResponse& r, int16_t version, Error 
 
 // --- the coordinator's partitions -------------------------------------------------
 
-bool Broker::partition_exists(const std::string& topic, int32_t partition) const {
+const metadata::PartitionRegistration* Broker::registration(std::string_view topic, int32_t partition) const {
   const metadata::TopicImage* t = image_.topics().topic(topic);
-  return t != nullptr && t->partition(partition) != nullptr;
+  return t == nullptr ? nullptr : t->partition(partition);
+}
+
+bool Broker::partition_exists(const std::string& topic, int32_t partition) const {
+  return registration(topic, partition) != nullptr;
 }
 
 namespace {
@@ -318,9 +321,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_find_coordinator(const net:
     } else if (!topic_ready) {
       fail(Error::kCoordinatorNotAvailable, fmt::format("{} is not available", topic_name));
     } else {
-      const metadata::TopicImage* t = image_.topics().topic(topic_name);
       const int32_t partition = transactions ? txns_.partition_for(key) : groups_.partition_for(key);
-      const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(partition);
+      const metadata::PartitionRegistration* reg = registration(topic_name, partition);
       std::optional<io::Address> address =
           reg == nullptr || reg->leader < 0 ? std::nullopt : broker_address(reg->leader);
       if (!address.has_value()) {
@@ -369,16 +371,18 @@ io::Task<net::OffsetFetchResponse> Broker::forward_offset_fetch(net::OffsetFetch
     group_id = request.groups.front().group_id;
   }
   if (!group_id.has_value()) co_return local;
-  const metadata::TopicImage* t = image_.topics().topic(offsets_topic());
-  const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(groups_.partition_for(*group_id));
-  if (reg == nullptr || reg->leader < 0 || reg->leader == config_.node_id) co_return local;
-  std::optional<io::Address> address = broker_address(reg->leader);
+  // The registration lives in the image, which a metadata change replaces
+  // while the call is under way: only its leader is kept.
+  const metadata::PartitionRegistration* reg = registration(offsets_topic(), groups_.partition_for(*group_id));
+  const int32_t leader = reg == nullptr ? -1 : reg->leader;
+  if (leader < 0 || leader == config_.node_id) co_return local;
+  std::optional<io::Address> address = broker_address(leader);
   if (!address.has_value()) co_return local;
-  net::Peer& peer = peer_for(group_peers_, reg->leader, *address, kOffsetFetchForwardPurpose);
+  net::Peer& peer = group_peers_.get(leader, *address);
   absl::StatusOr<net::OffsetFetchResponse> answer =
       co_await peer.call<net::OffsetFetchResponse>(request, version, kOffsetFetchForwardTimeout);
   if (answer.ok() && offset_fetch_error(*answer, version) != Error::kNotCoordinator) co_return *std::move(answer);
-  ctx_->log().debug("broker: OffsetFetch of group {} forwarded to broker {}: {}", *group_id, reg->leader,
+  ctx_->log().debug("broker: OffsetFetch of group {} forwarded to broker {}: {}", *group_id, leader,
                     answer.ok() ? "not the coordinator either" : answer.status().ToString());
   set_offset_fetch_error(local, version, Error::kCoordinatorLoadInProgress);
   co_return local;
@@ -417,7 +421,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_group_request(const net::Re
       CO_ASSIGN_OR_RETURN(net::OffsetFetchRequest r, net::decode_body<net::OffsetFetchRequest>(frame));
       net::OffsetFetchResponse out = groups_.fetch_offsets(r, version);
       if (offset_fetch_error(out, version) == Error::kNotCoordinator &&
-          !frame.header.client_id.value_or("").starts_with(kOffsetFetchForwardPurpose)) {
+          !frame.header.client_id.value_or("").starts_with(kOffsetFetchForwardClientId)) {
         out = co_await forward_offset_fetch(std::move(r), version, std::move(out));
       }
       co_return net::encode_response(out, frame.header);

@@ -252,7 +252,7 @@ io::Task<void> Broker::fetcher_loop(int32_t leader) {
       fp.partition_max_bytes = config_.replica_fetch_max_bytes;
       sent.push_back(Sent{p, p->leader_epoch, fp.fetch_offset});
     }
-    net::Peer& peer = peer_for(broker_peers_, leader, *address, "replica");
+    net::Peer& peer = replica_peers_.get(leader, *address);
     const io::Duration timeout = config_.replica_fetch_wait_max + 10s;
     absl::StatusOr<net::FetchResponse> response =
         co_await peer.call<net::FetchResponse>(request, kReplicaFetchVersion, timeout);

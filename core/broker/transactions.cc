@@ -68,8 +68,7 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
     std::map<int32_t, std::vector<txn::TopicPartition>> by_leader;
     bool offsets_topic_missing = false;
     for (auto it = left.begin(); it != left.end();) {
-      const metadata::TopicImage* t = b.image_.topics().topic(it->first);
-      const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(it->second);
+      const metadata::PartitionRegistration* reg = b.registration(it->first, it->second);
       if (reg == nullptr && it->first == group::kOffsetsTopic) {
         offsets_topic_missing = true;
         ++it;
@@ -94,7 +93,7 @@ io::Task<Error> Broker::TxnHost::write_markers(const txn::TxnMarkers& markers, s
       } else {
         std::optional<io::Address> address = b.broker_address(leader);
         if (!address.has_value()) continue;
-        net::Peer& peer = b.peer_for(b.txn_peers_, leader, *address, "txn-markers");
+        net::Peer& peer = b.marker_peers_.get(leader, *address);
         net::WriteTxnMarkersRequest request;
         auto& m = request.markers.emplace_back();
         m.producer_id = markers.producer_id;
@@ -182,25 +181,6 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
   co_return Error::kNone;
 }
 
-net::Peer& Broker::peer_for(std::map<int32_t, std::unique_ptr<net::Peer>>& peers, int32_t id,
-                            const io::Address& address, std::string_view purpose) {
-  // A replaced connection may still carry calls (their coroutines hold it):
-  // it is kept until they are done.
-  std::erase_if(retired_peers_, [](const std::unique_ptr<net::Peer>& p) { return p->in_flight() == 0; });
-  auto it = peers.find(id);
-  if (it == peers.end() || !(it->second->address() == address)) {
-    auto fresh = std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
-                                             fmt::format("{}-{}", purpose, config_.node_id));
-    if (it != peers.end()) {
-      if (it->second->in_flight() > 0) retired_peers_.push_back(std::move(it->second));
-      it->second = std::move(fresh);
-    } else {
-      it = peers.emplace(id, std::move(fresh)).first;
-    }
-  }
-  return *it->second;
-}
-
 // --- verification (KIP-890) -------------------------------------------------------
 
 io::Task<std::map<txn::TopicPartition, Error>> Broker::verify_txn_partitions(std::string transactional_id,
@@ -213,10 +193,11 @@ io::Task<std::map<txn::TopicPartition, Error>> Broker::verify_txn_partitions(std
     return out;
   };
   // The coordinator is the leader of the id's __transaction_state partition.
-  const metadata::TopicImage* t = image_.topics().topic(txn_topic());
-  const metadata::PartitionRegistration* reg =
-      t == nullptr ? nullptr : t->partition(txns_.partition_for(transactional_id));
-  if (reg == nullptr || reg->leader < 0) co_return all(Error::kNotEnoughReplicas);
+  // Only the leader is kept: the image that holds the registration is
+  // replaced by any metadata change while the call is under way.
+  const metadata::PartitionRegistration* reg = registration(txn_topic(), txns_.partition_for(transactional_id));
+  const int32_t leader = reg == nullptr ? -1 : reg->leader;
+  if (leader < 0) co_return all(Error::kNotEnoughReplicas);
   net::AddPartitionsToTxnRequest request;
   auto& txn = request.transactions.emplace_back();
   txn.transactional_id = transactional_id;
@@ -229,16 +210,16 @@ io::Task<std::map<txn::TopicPartition, Error>> Broker::verify_txn_partitions(std
   }
   constexpr int16_t kVersion = 4;
   net::AddPartitionsToTxnResponse response;
-  if (reg->leader == config_.node_id) {
+  if (leader == config_.node_id) {
     response = co_await txns_.add_partitions(std::move(request), kVersion);
   } else {
-    std::optional<io::Address> address = broker_address(reg->leader);
+    std::optional<io::Address> address = broker_address(leader);
     if (!address.has_value()) co_return all(Error::kNotEnoughReplicas);
-    net::Peer& peer = peer_for(txn_peers_, reg->leader, *address, "txn-verify");
+    net::Peer& peer = verify_peers_.get(leader, *address);
     absl::StatusOr<net::AddPartitionsToTxnResponse> answer =
         co_await peer.call<net::AddPartitionsToTxnResponse>(request, kVersion, kVerifyRequestTimeout);
     if (!answer.ok()) {
-      ctx_->log().debug("broker: verifying {} with {}: {}", transactional_id, reg->leader,
+      ctx_->log().debug("broker: verifying {} with {}: {}", transactional_id, leader,
                         answer.status().ToString());
       co_return all(Error::kNotEnoughReplicas);
     }
