@@ -12,11 +12,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/broker/broker.h"
+#include "io/when.h"
 #include "net/client/group.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/metadata_request.h"
+#include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/messages/offset_fetch_request.h"
 #include "net/kafka/messages/offset_fetch_response.h"
 #include "net/kafka/rpc.h"
@@ -88,11 +92,35 @@ struct Outcome {
   std::map<int, Answer> direct;  // asked as a forwarding broker asks
   std::optional<int> coordinator;
   Answer cut_off;  // from a broker that cannot reach the coordinator
+  io::Duration cut_off_took{0};
+  // Leaders of __consumer_offsets' partitions, as the cut-off broker saw
+  // them while its forwarded request was under way.
+  std::vector<int32_t> offsets_leaders_meanwhile;
 };
+
+// The leaders of __consumer_offsets' partitions in `broker`'s metadata.
+io::Task<std::vector<int32_t>> offsets_leaders(io::Context* ctx, io::Address broker) {
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
+  net::MetadataRequest r;
+  r.topics->emplace_back().name = "__consumer_offsets";
+  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
+  std::vector<int32_t> leaders;
+  if (!out.ok() || out->topics.size() != 1) co_return leaders;
+  for (const auto& p : out->topics.front().partitions) leaders.push_back(p.leader_id);
+  co_return leaders;
+}
 
 class OffsetFetchForward : public ::testing::Test {
  protected:
-  OffsetFetchForward() : world_(29) {
+  // Debug lines are formatted (and dropped), so that what they read is read.
+  static WorldOptions options() {
+    WorldOptions o;
+    o.log_sink = &io::null_log_sink();
+    o.log_level = io::LogLevel::kDebug;
+    return o;
+  }
+
+  OffsetFetchForward() : world_(29, options()) {
     for (int i = 0; i < kNodes; ++i) {
       servers_.push_back(&world_.add_node());
       brokers_.push_back(servers_.back()->address(9092));
@@ -198,6 +226,49 @@ TEST_F(OffsetFetchForward, AnUnreachableCoordinatorIsRetriable) {
   EXPECT_EQ(net::code(out_.cut_off.error), net::code(Error::kCoordinatorLoadInProgress));
   // From v2 a group's error comes alone, as Kafka answers it.
   EXPECT_TRUE(out_.cut_off.offsets.empty());
+}
+
+// The coordinator crashes while a broker cut off from it waits for its
+// forwarded OffsetFetch; the controller fences it and moves the group's
+// partition, which replaces the waiting broker's metadata image. The
+// broker's answer must not read the replaced image (ASan sees it if it
+// does) and is still COORDINATOR_LOAD_IN_PROGRESS.
+TEST_F(OffsetFetchForward, TheCoordinatorMovesWhileTheForwardWaits) {
+  client_->start([this](io::Context& ctx) -> io::Task<void> {
+    co_await commit(&ctx);
+    co_await find_coordinator(&ctx);
+    if (!out_.coordinator.has_value()) {
+      out_.done = true;
+      co_return;
+    }
+    const size_t coordinator = static_cast<size_t>(*out_.coordinator);
+    const size_t other = (coordinator + 1) % kNodes;
+    world_.network().partition({servers_[other]->index()}, {servers_[coordinator]->index()},
+                               PartitionMode::kSymmetric);
+    const io::Instant start = ctx.clock().now();
+    auto crash_and_look = [](io::Context* ctx, Node* victim, io::Address observer,
+                             Outcome* out) -> io::Task<int> {
+      co_await ctx->clock().sleep_for(100ms);
+      victim->crash();
+      co_await ctx->clock().sleep_for(4400ms);
+      out->offsets_leaders_meanwhile = co_await offsets_leaders(ctx, observer);
+      co_return 0;
+    };
+    std::tuple<Answer, int> both = co_await io::when_all(
+        fetch(&ctx, brokers_[other], 7, "consumer"), crash_and_look(&ctx, servers_[coordinator], brokers_[other], &out_));
+    out_.cut_off = std::get<0>(both);
+    out_.cut_off_took = ctx.clock().now() - start;
+    out_.done = true;
+  });
+  ASSERT_TRUE(world_.run_until([&] { return out_.done; }, 300s));
+  ASSERT_TRUE(out_.coordinator.has_value());
+  const int32_t coordinator_id = *out_.coordinator + 1;
+  // The partitions moved off the crashed broker before the forward gave up.
+  ASSERT_EQ(out_.offsets_leaders_meanwhile.size(), 5u);
+  for (int32_t leader : out_.offsets_leaders_meanwhile) EXPECT_NE(leader, coordinator_id);
+  EXPECT_GE(out_.cut_off_took, 4500ms);
+  EXPECT_TRUE(out_.cut_off.ok);
+  EXPECT_EQ(net::code(out_.cut_off.error), net::code(Error::kCoordinatorLoadInProgress));
 }
 
 }  // namespace
