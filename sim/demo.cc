@@ -152,6 +152,7 @@ absl::StatusOr<ScenarioResult> run_demo(const ScenarioOptions& options) {
   world_options.network = config.faults.network;
   world_options.trace = options.trace;
   world_options.log_sink = options.log_sink;
+  world_options.log_level = options.log_level;
   World world(options.seed, world_options);
   if (options.out != nullptr) {
     fmt::print(options.out, "brook sim: scenario=demo seed={}\n{}\nbuggify: {}\n", options.seed,

@@ -457,6 +457,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   world_options.network = config.faults.network;
   world_options.trace = options.trace;
   world_options.log_sink = options.log_sink;
+  world_options.log_level = options.log_level;
   Shared shared(config);  // before the World: dying tasks touch it
   World world(options.seed, world_options);
   if (options.out != nullptr) {

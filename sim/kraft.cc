@@ -1289,6 +1289,7 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   world_options.network = config.faults.network;
   world_options.trace = options.trace;
   world_options.log_sink = options.log_sink;
+  world_options.log_level = options.log_level;
   const int nodes = config.voters + config.observers;
   // Declared before the World: node tasks still alive when the World goes
   // touch it as they die.

@@ -29,6 +29,10 @@ struct ScenarioOptions {
   uint64_t seed = 1;
   TraceSink* trace = nullptr;       // every event, when set (not owned)
   io::LogSink* log_sink = nullptr;  // node log lines, when set (not owned)
+  // The least level of line formatted, whether or not it is kept: at debug,
+  // every debug line's arguments are read, so one that reads freed memory
+  // shows under ASan.
+  io::LogLevel log_level = io::LogLevel::kInfo;
   std::FILE* out = nullptr;         // the swarm configuration and progress; nullptr: silent
 };
 

@@ -2,14 +2,19 @@
 //
 // `brook sim`: runs seeded simulation scenarios (sim/scenario.h).
 //
-//   brook sim --seed N [--scenario NAME] [--trace FILE] [--log]
+//   brook sim --seed N [--scenario NAME] [--trace FILE] [--log] [--log-level L]
 //       One run: prints the swarm configuration, the verdict, what the run
 //       did, and ends with "trace-hash: <16 hex digits>" and
 //       "replay: brook sim --seed N".
-//   brook sim --seeds A..B [--scenario NAME] [--stop-on-failure]
+//   brook sim --seeds A..B [--scenario NAME] [--stop-on-failure] [--log-level L]
 //       A sweep of seeds A to B inclusive: one line per seed, the replay
 //       command of each failure, and last "N passed, M failed".
 //       --stop-on-failure ends the sweep at its first failing seed.
+//
+// --log-level debug|info (default info) is the least level of node log line
+// formatted: --log prints those lines to stderr, and without --log they are
+// formatted and dropped, so a sweep under ASan also checks what debug lines
+// read. It does not change a run's events or trace hash.
 //
 // Exit code: 0 when every run passed, 1 when one failed, 2 on bad usage.
 #include <fmt/format.h>
@@ -33,13 +38,14 @@ struct SimArgs {
   std::string scenario = "demo";
   std::string trace_path;
   bool log = false;
+  io::LogLevel log_level = io::LogLevel::kInfo;
   bool stop_on_failure = false;
 };
 
 void usage() {
   std::fprintf(stderr,
-               "usage: brook sim --seed N [--scenario NAME] [--trace FILE] [--log]\n"
-               "       brook sim --seeds A..B [--scenario NAME] [--stop-on-failure]\n");
+               "usage: brook sim --seed N [--scenario NAME] [--trace FILE] [--log] [--log-level debug|info]\n"
+               "       brook sim --seeds A..B [--scenario NAME] [--stop-on-failure] [--log-level debug|info]\n");
 }
 
 std::optional<uint64_t> parse_u64(std::string_view text) {
@@ -81,6 +87,15 @@ bool parse_args(Args args, SimArgs& out) {
       out.scenario = std::string(args[++i]);
     } else if (arg == "--trace") {
       out.trace_path = std::string(args[++i]);
+    } else if (arg == "--log-level") {
+      const std::string_view level = args[++i];
+      if (level == "debug") {
+        out.log_level = io::LogLevel::kDebug;
+      } else if (level == "info") {
+        out.log_level = io::LogLevel::kInfo;
+      } else {
+        return std::fprintf(stderr, "brook sim: bad log level, expected debug or info\n"), false;
+      }
     } else {
       std::fprintf(stderr, "brook sim: unknown option '%.*s'\n", static_cast<int>(arg.size()),
                    arg.data());
@@ -102,12 +117,19 @@ bool parse_args(Args args, SimArgs& out) {
   return true;
 }
 
+// The run's replay command, with the log level when it is not the default.
+std::string replay(const SimArgs& args, const sim::ScenarioResult& result) {
+  return args.log_level == io::LogLevel::kDebug ? result.replay_command + " --log-level debug"
+                                                : result.replay_command;
+}
+
 int run_one(const SimArgs& args) {
   sim::ScenarioOptions options;
   options.name = args.scenario;
   options.seed = *args.seed;
   options.out = stdout;
   if (args.log) options.log_sink = &io::stderr_log_sink();
+  options.log_level = args.log_level;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> trace_file(nullptr, &std::fclose);
   std::optional<sim::JsonLinesTraceSink> trace;
   if (!args.trace_path.empty()) {
@@ -127,7 +149,7 @@ int run_one(const SimArgs& args) {
   fmt::print("result: {}\n{}\nevents={} simulated={:.3f}s\n", result->passed ? "PASS" : "FAIL",
              result->summary, result->events, static_cast<double>(result->simulated.count()) / 1e9);
   for (const std::string& f : result->failures) fmt::print("failure: {}\n", f);
-  fmt::print("trace-hash: {:016x}\nreplay: {}\n", result->trace_hash, result->replay_command);
+  fmt::print("trace-hash: {:016x}\nreplay: {}\n", result->trace_hash, replay(args, *result));
   std::fflush(stdout);
   return result->passed ? 0 : 1;
 }
@@ -139,6 +161,7 @@ int run_sweep(const SimArgs& args) {
     sim::ScenarioOptions options;
     options.name = args.scenario;
     options.seed = seed;
+    options.log_level = args.log_level;
     auto result = sim::run_scenario(options);
     if (!result.ok()) {
       std::fprintf(stderr, "brook sim: %s\n", std::string(result.status().message()).c_str());
@@ -150,7 +173,7 @@ int run_sweep(const SimArgs& args) {
     } else {
       ++failed;
       fmt::print("seed {}: FAIL {}\n  replay: {}\n", seed,
-                 result->failures.empty() ? "" : result->failures.front(), result->replay_command);
+                 result->failures.empty() ? "" : result->failures.front(), replay(args, *result));
     }
     std::fflush(stdout);
     if (seed == args.seeds->second || (failed != 0 && args.stop_on_failure)) break;
