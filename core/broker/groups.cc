@@ -33,8 +33,8 @@ const std::string& txn_topic() {
   return name;
 }
 
-// The client id (with the node id after it) of OffsetFetch requests one
-// broker forwards to another.
+// How long a broker waits for the coordinator's answer to an OffsetFetch it
+// forwarded.
 constexpr io::Duration kOffsetFetchForwardTimeout = 5s;
 
 // OffsetFetch's error for its one group, where `version` puts it: the

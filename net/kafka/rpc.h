@@ -123,8 +123,9 @@ class PeerPool {
   PeerPool(const PeerPool&) = delete;
   PeerPool& operator=(const PeerPool&) = delete;
 
-  // The Peer for node `id` at `address`. The reference stays valid for as
-  // long as a call made on it is under way, or until the next get().
+  // The Peer for node `id` at `address`. The reference is valid until a
+  // get() of the same id at another address; a call under way on it keeps
+  // it alive past that.
   Peer& get(int32_t id, const io::Address& address);
   // Replaced Peers still kept for their calls.
   size_t retired() const { return retired_.size(); }
