@@ -1,0 +1,246 @@
+// sim/txn_verify_test.cc
+//
+// KIP-890 verification while the transaction coordinator moves, in a
+// three-node cluster in the simulator: a partition leader cut off from the
+// coordinator waits for its verification of a transaction's first write
+// while the coordinator crashes and the controller moves its partitions,
+// which replaces the leader's metadata image under the call. The leader
+// must answer NOT_ENOUGH_REPLICAS, which producers retry, without reading
+// the replaced image (its debug lines are formatted, so ASan sees a read of
+// freed memory).
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "io/when.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/add_partitions_to_txn_request.h"
+#include "net/kafka/messages/add_partitions_to_txn_response.h"
+#include "net/kafka/messages/find_coordinator_request.h"
+#include "net/kafka/messages/find_coordinator_response.h"
+#include "net/kafka/messages/init_producer_id_request.h"
+#include "net/kafka/messages/init_producer_id_response.h"
+#include "net/kafka/messages/metadata_request.h"
+#include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
+#include "net/kafka/record_batch.h"
+#include "net/kafka/rpc.h"
+#include "sim/broker.h"
+#include "sim/world.h"
+
+namespace brook::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using net::Error;
+
+constexpr int kNodes = 3;
+constexpr int kTxnPartitions = 3;
+const std::string kTxnId = "moving-txn";
+
+// Each partition's leader of `topic` in `broker`'s metadata (empty when it
+// could not be asked).
+io::Task<std::vector<int32_t>> leaders(io::Context* ctx, io::Address broker, std::string topic) {
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
+  net::MetadataRequest r;
+  r.topics->emplace_back().name = topic;
+  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
+  std::vector<int32_t> by_partition;
+  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return by_partition;
+  by_partition.resize(out->topics.front().partitions.size(), -1);
+  for (const auto& p : out->topics.front().partitions) {
+    if (p.partition_index >= 0 && static_cast<size_t>(p.partition_index) < by_partition.size()) {
+      by_partition[static_cast<size_t>(p.partition_index)] = p.leader_id;
+    }
+  }
+  co_return by_partition;
+}
+
+struct Outcome {
+  bool done = false;
+  int32_t coordinator = -1;  // node id
+  int32_t leader = -1;       // node id of the written partition's leader
+  std::optional<int16_t> produce_error;
+  io::Duration produce_took{0};
+  // __transaction_state's leaders as the cut-off leader saw them while its
+  // verification was under way.
+  std::vector<int32_t> txn_leaders_meanwhile;
+};
+
+class TxnVerifyMoves : public ::testing::Test {
+ protected:
+  // Debug lines are formatted (and dropped), so that what they read is read.
+  static WorldOptions options() {
+    WorldOptions o;
+    o.log_sink = &io::null_log_sink();
+    o.log_level = io::LogLevel::kDebug;
+    return o;
+  }
+
+  TxnVerifyMoves() : world_(31, options()) {
+    for (int i = 0; i < kNodes; ++i) {
+      servers_.push_back(&world_.add_node());
+      brokers_.push_back(servers_.back()->address(9092));
+      controllers_.push_back(servers_.back()->address(9093));
+    }
+    client_ = &world_.add_node();
+    for (int i = 0; i < kNodes; ++i) {
+      servers_[static_cast<size_t>(i)]->start([this, i](io::Context& ctx) {
+        ServerNodeOptions o;
+        o.index = i;
+        o.brokers = brokers_;
+        o.controllers = controllers_;
+        o.replication_factor = kNodes;
+        o.txn_partitions = kTxnPartitions;
+        o.txn_replication_factor = kNodes;
+        o.txn_min_isr = 2;
+        return server_node_main(&ctx, o);
+      });
+    }
+  }
+
+  io::Address broker(int32_t node_id) const { return brokers_[static_cast<size_t>(node_id - 1)]; }
+
+  // The coordinator of kTxnId, asked of every broker until one answers.
+  io::Task<int32_t> find_coordinator(io::Context* ctx) {
+    for (;;) {
+      for (const io::Address& b : brokers_) {
+        net::Peer peer(ctx->network(), ctx->clock(), b, "probe");
+        net::FindCoordinatorRequest r;
+        r.key = kTxnId;
+        r.key_type = 1;
+        absl::StatusOr<net::FindCoordinatorResponse> out = co_await peer.call<net::FindCoordinatorResponse>(r, 3, 2s);
+        if (out.ok() && out->error_code == 0) co_return out->node_id;
+      }
+      co_await ctx->clock().sleep_for(200ms);
+    }
+  }
+
+  // The producer's first write to `partition` of t, to the partition's
+  // leader: a transactional batch of one record.
+  io::Task<std::optional<int16_t>> produce(io::Context* ctx, int32_t partition, int64_t producer_id,
+                                           int16_t epoch) {
+    net::RecordBatchOptions o;
+    o.producer_id = producer_id;
+    o.producer_epoch = epoch;
+    o.base_sequence = 0;
+    o.transactional = true;
+    net::RecordBatchBuilder batch(o);
+    net::NewRecord record;
+    record.timestamp_ms = 1;
+    record.value = io::Buffer::copy_of("v");
+    batch.append(std::move(record));
+    absl::StatusOr<io::Buffer> bytes = batch.build();
+    if (!bytes.ok()) co_return std::nullopt;
+    net::ProduceRequest r;
+    r.transactional_id = kTxnId;
+    r.acks = -1;
+    r.timeout_ms = 30000;
+    auto& t = r.topic_data.emplace_back();
+    t.name = "t";
+    auto& p = t.partition_data.emplace_back();
+    p.index = partition;
+    p.records = *std::move(bytes);
+    net::Peer peer(ctx->network(), ctx->clock(), broker(out_.leader), "producer");
+    absl::StatusOr<net::ProduceResponse> out = co_await peer.call<net::ProduceResponse>(r, 9, 40s);
+    if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
+      co_return std::nullopt;
+    }
+    co_return out->responses.front().partition_responses.front().error_code;
+  }
+
+  World world_;
+  std::vector<Node*> servers_;
+  Node* client_ = nullptr;
+  std::vector<io::Address> brokers_;
+  std::vector<io::Address> controllers_;
+  Outcome out_;
+};
+
+TEST_F(TxnVerifyMoves, TheCoordinatorMovesWhileALeaderVerifies) {
+  client_->start([this](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(3s);
+    client::Cluster admin(ctx, sim_client_options(brokers_, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", kNodes, kNodes);
+    out_.coordinator = co_await find_coordinator(&ctx);
+    net::Peer coordinator(ctx.network(), ctx.clock(), broker(out_.coordinator), "producer");
+    // The producer's id, then the partition of t it writes: one led by
+    // another broker.
+    int64_t producer_id = -1;
+    int16_t epoch = -1;
+    while (producer_id < 0) {
+      net::InitProducerIdRequest r;
+      r.transactional_id = kTxnId;
+      r.transaction_timeout_ms = 60000;
+      absl::StatusOr<net::InitProducerIdResponse> out = co_await coordinator.call<net::InitProducerIdResponse>(r, 4, 5s);
+      if (out.ok() && out->error_code == 0) {
+        producer_id = out->producer_id;
+        epoch = out->producer_epoch;
+      } else {
+        co_await ctx.clock().sleep_for(200ms);
+      }
+    }
+    int32_t partition = -1;
+    const std::vector<int32_t> t_leaders = co_await leaders(&ctx, brokers_.front(), "t");
+    for (size_t i = 0; i < t_leaders.size() && partition < 0; ++i) {
+      if (t_leaders[i] >= 0 && t_leaders[i] != out_.coordinator) {
+        partition = static_cast<int32_t>(i);
+        out_.leader = t_leaders[i];
+      }
+    }
+    if (partition < 0) {
+      out_.done = true;
+      co_return;
+    }
+    for (bool added = false; !added;) {
+      net::AddPartitionsToTxnRequest r;
+      r.v3_and_below_transactional_id = kTxnId;
+      r.v3_and_below_producer_id = producer_id;
+      r.v3_and_below_producer_epoch = epoch;
+      auto& t = r.v3_and_below_topics.emplace_back();
+      t.name = "t";
+      t.partitions.push_back(partition);
+      absl::StatusOr<net::AddPartitionsToTxnResponse> out =
+          co_await coordinator.call<net::AddPartitionsToTxnResponse>(r, 3, 5s);
+      added = out.ok() && out->error_code == 0 && out->results_by_topic_v3_and_below.size() == 1 &&
+              out->results_by_topic_v3_and_below.front().results_by_partition.size() == 1 &&
+              out->results_by_topic_v3_and_below.front().results_by_partition.front().partition_error_code == 0;
+      if (!added) co_await ctx.clock().sleep_for(200ms);
+    }
+    // The leader can no longer reach the coordinator, which then crashes.
+    world_.network().partition({servers_[static_cast<size_t>(out_.leader - 1)]->index()},
+                               {servers_[static_cast<size_t>(out_.coordinator - 1)]->index()},
+                               PartitionMode::kSymmetric);
+    const io::Instant start = ctx.clock().now();
+    auto crash_and_look = [](io::Context* ctx, Node* victim, io::Address observer, Outcome* out) -> io::Task<int> {
+      co_await ctx->clock().sleep_for(100ms);
+      victim->crash();
+      co_await ctx->clock().sleep_for(8900ms);
+      out->txn_leaders_meanwhile = co_await leaders(ctx, observer, "__transaction_state");
+      co_return 0;
+    };
+    std::tuple<std::optional<int16_t>, int> both =
+        co_await io::when_all(produce(&ctx, partition, producer_id, epoch),
+                              crash_and_look(&ctx, servers_[static_cast<size_t>(out_.coordinator - 1)],
+                                             broker(out_.leader), &out_));
+    out_.produce_error = std::get<0>(both);
+    out_.produce_took = ctx.clock().now() - start;
+    out_.done = true;
+  });
+  ASSERT_TRUE(world_.run_until([&] { return out_.done; }, 300s));
+  ASSERT_GT(out_.coordinator, 0);
+  ASSERT_GT(out_.leader, 0) << "every partition of t is led by the coordinator";
+  // __transaction_state moved off the crashed coordinator before the
+  // verification gave up.
+  ASSERT_EQ(out_.txn_leaders_meanwhile.size(), static_cast<size_t>(kTxnPartitions));
+  for (int32_t leader : out_.txn_leaders_meanwhile) EXPECT_NE(leader, out_.coordinator);
+  EXPECT_GE(out_.produce_took, 9s);
+  EXPECT_EQ(out_.produce_error, net::code(Error::kNotEnoughReplicas));
+}
+
+}  // namespace
+}  // namespace brook::sim
