@@ -19,12 +19,11 @@
 #include "io/when.h"
 #include "net/client/group.h"
 #include "net/kafka/errors.h"
-#include "net/kafka/messages/metadata_request.h"
-#include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/messages/offset_fetch_request.h"
 #include "net/kafka/messages/offset_fetch_response.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
+#include "sim/test_cluster.h"
 #include "sim/world.h"
 
 namespace brook::sim {
@@ -98,48 +97,13 @@ struct Outcome {
   std::vector<int32_t> offsets_leaders_meanwhile;
 };
 
-// The leaders of __consumer_offsets' partitions in `broker`'s metadata.
-io::Task<std::vector<int32_t>> offsets_leaders(io::Context* ctx, io::Address broker) {
-  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
-  net::MetadataRequest r;
-  r.topics->emplace_back().name = "__consumer_offsets";
-  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
-  std::vector<int32_t> leaders;
-  if (!out.ok() || out->topics.size() != 1) co_return leaders;
-  for (const auto& p : out->topics.front().partitions) leaders.push_back(p.leader_id);
-  co_return leaders;
-}
-
 class OffsetFetchForward : public ::testing::Test {
  protected:
-  // Debug lines are formatted (and dropped), so that what they read is read.
-  static WorldOptions options() {
-    WorldOptions o;
-    o.log_sink = &io::null_log_sink();
-    o.log_level = io::LogLevel::kDebug;
-    return o;
-  }
-
-  OffsetFetchForward() : world_(29, options()) {
-    for (int i = 0; i < kNodes; ++i) {
-      servers_.push_back(&world_.add_node());
-      brokers_.push_back(servers_.back()->address(9092));
-      controllers_.push_back(servers_.back()->address(9093));
-    }
-    client_ = &world_.add_node();
-    for (int i = 0; i < kNodes; ++i) {
-      servers_[static_cast<size_t>(i)]->start([this, i](io::Context& ctx) {
-        ServerNodeOptions o;
-        o.index = i;
-        o.brokers = brokers_;
-        o.controllers = controllers_;
-        o.replication_factor = kNodes;
-        o.offsets_partitions = 5;
-        o.offsets_replication_factor = kNodes;
-        return server_node_main(&ctx, o);
-      });
-    }
-  }
+  OffsetFetchForward()
+      : cluster_(29, kNodes, [](ServerNodeOptions& o) {
+          o.offsets_partitions = 5;
+          o.offsets_replication_factor = kNodes;
+        }) {}
 
   // Commits t-0 at 42 and t-1 at 7 for the group, retrying until the
   // cluster takes it.
@@ -167,11 +131,11 @@ class OffsetFetchForward : public ::testing::Test {
     }
   }
 
-  World world_;
-  std::vector<Node*> servers_;
-  Node* client_ = nullptr;
-  std::vector<io::Address> brokers_;
-  std::vector<io::Address> controllers_;
+  TestCluster cluster_;
+  World& world_ = cluster_.world;
+  const std::vector<Node*>& servers_ = cluster_.servers;
+  Node* const client_ = cluster_.client;
+  const std::vector<io::Address>& brokers_ = cluster_.brokers;
   Outcome out_;
 };
 
@@ -251,7 +215,7 @@ TEST_F(OffsetFetchForward, TheCoordinatorMovesWhileTheForwardWaits) {
       co_await ctx->clock().sleep_for(100ms);
       victim->crash();
       co_await ctx->clock().sleep_for(4400ms);
-      out->offsets_leaders_meanwhile = co_await offsets_leaders(ctx, observer);
+      out->offsets_leaders_meanwhile = co_await partition_leaders(ctx, observer, "__consumer_offsets");
       co_return 0;
     };
     std::tuple<Answer, int> both = co_await io::when_all(

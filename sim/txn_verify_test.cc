@@ -23,13 +23,12 @@
 #include "net/kafka/messages/find_coordinator_response.h"
 #include "net/kafka/messages/init_producer_id_request.h"
 #include "net/kafka/messages/init_producer_id_response.h"
-#include "net/kafka/messages/metadata_request.h"
-#include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/messages/produce_request.h"
 #include "net/kafka/messages/produce_response.h"
 #include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
+#include "sim/test_cluster.h"
 #include "sim/world.h"
 
 namespace brook::sim {
@@ -41,24 +40,6 @@ using net::Error;
 constexpr int kNodes = 3;
 constexpr int kTxnPartitions = 3;
 const std::string kTxnId = "moving-txn";
-
-// Each partition's leader of `topic` in `broker`'s metadata (empty when it
-// could not be asked).
-io::Task<std::vector<int32_t>> leaders(io::Context* ctx, io::Address broker, std::string topic) {
-  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
-  net::MetadataRequest r;
-  r.topics->emplace_back().name = topic;
-  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
-  std::vector<int32_t> by_partition;
-  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return by_partition;
-  by_partition.resize(out->topics.front().partitions.size(), -1);
-  for (const auto& p : out->topics.front().partitions) {
-    if (p.partition_index >= 0 && static_cast<size_t>(p.partition_index) < by_partition.size()) {
-      by_partition[static_cast<size_t>(p.partition_index)] = p.leader_id;
-    }
-  }
-  co_return by_partition;
-}
 
 struct Outcome {
   bool done = false;
@@ -73,37 +54,12 @@ struct Outcome {
 
 class TxnVerifyMoves : public ::testing::Test {
  protected:
-  // Debug lines are formatted (and dropped), so that what they read is read.
-  static WorldOptions options() {
-    WorldOptions o;
-    o.log_sink = &io::null_log_sink();
-    o.log_level = io::LogLevel::kDebug;
-    return o;
-  }
-
-  TxnVerifyMoves() : world_(31, options()) {
-    for (int i = 0; i < kNodes; ++i) {
-      servers_.push_back(&world_.add_node());
-      brokers_.push_back(servers_.back()->address(9092));
-      controllers_.push_back(servers_.back()->address(9093));
-    }
-    client_ = &world_.add_node();
-    for (int i = 0; i < kNodes; ++i) {
-      servers_[static_cast<size_t>(i)]->start([this, i](io::Context& ctx) {
-        ServerNodeOptions o;
-        o.index = i;
-        o.brokers = brokers_;
-        o.controllers = controllers_;
-        o.replication_factor = kNodes;
-        o.txn_partitions = kTxnPartitions;
-        o.txn_replication_factor = kNodes;
-        o.txn_min_isr = 2;
-        return server_node_main(&ctx, o);
-      });
-    }
-  }
-
-  io::Address broker(int32_t node_id) const { return brokers_[static_cast<size_t>(node_id - 1)]; }
+  TxnVerifyMoves()
+      : cluster_(31, kNodes, [](ServerNodeOptions& o) {
+          o.txn_partitions = kTxnPartitions;
+          o.txn_replication_factor = kNodes;
+          o.txn_min_isr = 2;
+        }) {}
 
   // The coordinator of kTxnId, asked of every broker until one answers.
   io::Task<int32_t> find_coordinator(io::Context* ctx) {
@@ -145,7 +101,7 @@ class TxnVerifyMoves : public ::testing::Test {
     auto& p = t.partition_data.emplace_back();
     p.index = partition;
     p.records = *std::move(bytes);
-    net::Peer peer(ctx->network(), ctx->clock(), broker(out_.leader), "producer");
+    net::Peer peer(ctx->network(), ctx->clock(), cluster_.broker(out_.leader), "producer");
     absl::StatusOr<net::ProduceResponse> out = co_await peer.call<net::ProduceResponse>(r, 9, 40s);
     if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
       co_return std::nullopt;
@@ -153,21 +109,18 @@ class TxnVerifyMoves : public ::testing::Test {
     co_return out->responses.front().partition_responses.front().error_code;
   }
 
-  World world_;
-  std::vector<Node*> servers_;
-  Node* client_ = nullptr;
-  std::vector<io::Address> brokers_;
-  std::vector<io::Address> controllers_;
+  TestCluster cluster_;
+  const std::vector<io::Address>& brokers_ = cluster_.brokers;
   Outcome out_;
 };
 
 TEST_F(TxnVerifyMoves, TheCoordinatorMovesWhileALeaderVerifies) {
-  client_->start([this](io::Context& ctx) -> io::Task<void> {
+  cluster_.client->start([this](io::Context& ctx) -> io::Task<void> {
     co_await ctx.clock().sleep_for(3s);
     client::Cluster admin(ctx, sim_client_options(brokers_, "admin"));
     co_await create_topic_until_done(&ctx, &admin, "t", kNodes, kNodes);
     out_.coordinator = co_await find_coordinator(&ctx);
-    net::Peer coordinator(ctx.network(), ctx.clock(), broker(out_.coordinator), "producer");
+    net::Peer coordinator(ctx.network(), ctx.clock(), cluster_.broker(out_.coordinator), "producer");
     // The producer's id, then the partition of t it writes: one led by
     // another broker.
     int64_t producer_id = -1;
@@ -185,7 +138,7 @@ TEST_F(TxnVerifyMoves, TheCoordinatorMovesWhileALeaderVerifies) {
       }
     }
     int32_t partition = -1;
-    const std::vector<int32_t> t_leaders = co_await leaders(&ctx, brokers_.front(), "t");
+    const std::vector<int32_t> t_leaders = co_await partition_leaders(&ctx, brokers_.front(), "t");
     for (size_t i = 0; i < t_leaders.size() && partition < 0; ++i) {
       if (t_leaders[i] >= 0 && t_leaders[i] != out_.coordinator) {
         partition = static_cast<int32_t>(i);
@@ -212,26 +165,24 @@ TEST_F(TxnVerifyMoves, TheCoordinatorMovesWhileALeaderVerifies) {
       if (!added) co_await ctx.clock().sleep_for(200ms);
     }
     // The leader can no longer reach the coordinator, which then crashes.
-    world_.network().partition({servers_[static_cast<size_t>(out_.leader - 1)]->index()},
-                               {servers_[static_cast<size_t>(out_.coordinator - 1)]->index()},
-                               PartitionMode::kSymmetric);
+    cluster_.cut(out_.leader, out_.coordinator);
     const io::Instant start = ctx.clock().now();
     auto crash_and_look = [](io::Context* ctx, Node* victim, io::Address observer, Outcome* out) -> io::Task<int> {
       co_await ctx->clock().sleep_for(100ms);
       victim->crash();
       co_await ctx->clock().sleep_for(8900ms);
-      out->txn_leaders_meanwhile = co_await leaders(ctx, observer, "__transaction_state");
+      out->txn_leaders_meanwhile = co_await partition_leaders(ctx, observer, "__transaction_state");
       co_return 0;
     };
     std::tuple<std::optional<int16_t>, int> both =
         co_await io::when_all(produce(&ctx, partition, producer_id, epoch),
-                              crash_and_look(&ctx, servers_[static_cast<size_t>(out_.coordinator - 1)],
-                                             broker(out_.leader), &out_));
+                              crash_and_look(&ctx, &cluster_.server(out_.coordinator),
+                                             cluster_.broker(out_.leader), &out_));
     out_.produce_error = std::get<0>(both);
     out_.produce_took = ctx.clock().now() - start;
     out_.done = true;
   });
-  ASSERT_TRUE(world_.run_until([&] { return out_.done; }, 300s));
+  ASSERT_TRUE(cluster_.world.run_until([&] { return out_.done; }, 300s));
   ASSERT_GT(out_.coordinator, 0);
   ASSERT_GT(out_.leader, 0) << "every partition of t is led by the coordinator";
   // __transaction_state moved off the crashed coordinator before the
