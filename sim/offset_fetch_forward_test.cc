@@ -131,6 +131,21 @@ class OffsetFetchForward : public ::testing::Test {
     }
   }
 
+  // Commits, finds the coordinator, and cuts the next broker off from it
+  // (the client reaches both); that broker's index, or nullopt (and the
+  // test done) without a coordinator.
+  io::Task<std::optional<size_t>> cut_off_a_broker(io::Context* ctx) {
+    co_await commit(ctx);
+    co_await find_coordinator(ctx);
+    if (!out_.coordinator.has_value()) {
+      out_.done = true;
+      co_return std::nullopt;
+    }
+    const int other = (*out_.coordinator + 1) % kNodes;
+    cluster_.cut(other + 1, *out_.coordinator + 1);
+    co_return static_cast<size_t>(other);
+  }
+
   TestCluster cluster_;
   World& world_ = cluster_.world;
   const std::vector<Node*>& servers_ = cluster_.servers;
@@ -168,19 +183,9 @@ TEST_F(OffsetFetchForward, EveryBrokerAnswersWithTheCoordinatorsOffsets) {
 
 TEST_F(OffsetFetchForward, AnUnreachableCoordinatorIsRetriable) {
   client_->start([this](io::Context& ctx) -> io::Task<void> {
-    co_await commit(&ctx);
-    co_await find_coordinator(&ctx);
-    if (!out_.coordinator.has_value()) {
-      out_.done = true;
-      co_return;
-    }
-    const int other = (*out_.coordinator + 1) % kNodes;
-    // The other broker can no longer reach the coordinator; the client
-    // reaches both.
-    world_.network().partition({servers_[static_cast<size_t>(other)]->index()},
-                               {servers_[static_cast<size_t>(*out_.coordinator)]->index()},
-                               PartitionMode::kSymmetric);
-    out_.cut_off = co_await fetch(&ctx, brokers_[static_cast<size_t>(other)], 7, "consumer");
+    const std::optional<size_t> other = co_await cut_off_a_broker(&ctx);
+    if (!other.has_value()) co_return;
+    out_.cut_off = co_await fetch(&ctx, brokers_[*other], 7, "consumer");
     world_.network().heal();
     out_.done = true;
   });
@@ -199,28 +204,15 @@ TEST_F(OffsetFetchForward, AnUnreachableCoordinatorIsRetriable) {
 // does) and is still COORDINATOR_LOAD_IN_PROGRESS.
 TEST_F(OffsetFetchForward, TheCoordinatorMovesWhileTheForwardWaits) {
   client_->start([this](io::Context& ctx) -> io::Task<void> {
-    co_await commit(&ctx);
-    co_await find_coordinator(&ctx);
-    if (!out_.coordinator.has_value()) {
-      out_.done = true;
-      co_return;
-    }
-    const size_t coordinator = static_cast<size_t>(*out_.coordinator);
-    const size_t other = (coordinator + 1) % kNodes;
-    world_.network().partition({servers_[other]->index()}, {servers_[coordinator]->index()},
-                               PartitionMode::kSymmetric);
+    const std::optional<size_t> other = co_await cut_off_a_broker(&ctx);
+    if (!other.has_value()) co_return;
     const io::Instant start = ctx.clock().now();
-    auto crash_and_look = [](io::Context* ctx, Node* victim, io::Address observer,
-                             Outcome* out) -> io::Task<int> {
-      co_await ctx->clock().sleep_for(100ms);
-      victim->crash();
-      co_await ctx->clock().sleep_for(4400ms);
-      out->offsets_leaders_meanwhile = co_await partition_leaders(ctx, observer, "__consumer_offsets");
-      co_return 0;
-    };
-    std::tuple<Answer, int> both = co_await io::when_all(
-        fetch(&ctx, brokers_[other], 7, "consumer"), crash_and_look(&ctx, servers_[coordinator], brokers_[other], &out_));
+    std::tuple<Answer, std::vector<int32_t>> both = co_await io::when_all(
+        fetch(&ctx, brokers_[*other], 7, "consumer"),
+        crash_then_leaders(&ctx, servers_[static_cast<size_t>(*out_.coordinator)], 4400ms, brokers_[*other],
+                           "__consumer_offsets"));
     out_.cut_off = std::get<0>(both);
+    out_.offsets_leaders_meanwhile = std::get<1>(both);
     out_.cut_off_took = ctx.clock().now() - start;
     out_.done = true;
   });

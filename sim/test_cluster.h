@@ -88,4 +88,15 @@ inline io::Task<std::vector<int32_t>> partition_leaders(io::Context* ctx, io::Ad
   co_return leaders;
 }
 
+// Crashes `victim` after 100 ms, then `look_after` later returns `topic`'s
+// partition leaders as `observer` has them: for a test that checks what a
+// call under way all that time saw happen meanwhile.
+inline io::Task<std::vector<int32_t>> crash_then_leaders(io::Context* ctx, Node* victim, io::Duration look_after,
+                                                         io::Address observer, std::string topic) {
+  co_await ctx->clock().sleep_for(std::chrono::milliseconds(100));
+  victim->crash();
+  co_await ctx->clock().sleep_for(look_after);
+  co_return co_await partition_leaders(ctx, std::move(observer), std::move(topic));
+}
+
 }  // namespace brook::sim

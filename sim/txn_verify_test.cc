@@ -167,18 +167,12 @@ TEST_F(TxnVerifyMoves, TheCoordinatorMovesWhileALeaderVerifies) {
     // The leader can no longer reach the coordinator, which then crashes.
     cluster_.cut(out_.leader, out_.coordinator);
     const io::Instant start = ctx.clock().now();
-    auto crash_and_look = [](io::Context* ctx, Node* victim, io::Address observer, Outcome* out) -> io::Task<int> {
-      co_await ctx->clock().sleep_for(100ms);
-      victim->crash();
-      co_await ctx->clock().sleep_for(8900ms);
-      out->txn_leaders_meanwhile = co_await partition_leaders(ctx, observer, "__transaction_state");
-      co_return 0;
-    };
-    std::tuple<std::optional<int16_t>, int> both =
+    std::tuple<std::optional<int16_t>, std::vector<int32_t>> both =
         co_await io::when_all(produce(&ctx, partition, producer_id, epoch),
-                              crash_and_look(&ctx, &cluster_.server(out_.coordinator),
-                                             cluster_.broker(out_.leader), &out_));
+                              crash_then_leaders(&ctx, &cluster_.server(out_.coordinator), 8900ms,
+                                                 cluster_.broker(out_.leader), "__transaction_state"));
     out_.produce_error = std::get<0>(both);
+    out_.txn_leaders_meanwhile = std::get<1>(both);
     out_.produce_took = ctx.clock().now() - start;
     out_.done = true;
   });
