@@ -106,6 +106,11 @@ namespace brook::broker {
 // again.
 inline constexpr std::string_view kOffsetFetchForwardClientId = "brook-offset-fetch-forward";
 
+// How long a replica remembers an idempotent producer's batch it refused
+// (Partition::refused_batches): longer than a producer takes to resend it,
+// short enough that a producer that gave it up is not refused for long.
+inline constexpr io::Duration kRefusedBatchMemory = std::chrono::seconds(30);
+
 struct BrokerConfig {
   int32_t node_id = 1;
   std::string cluster_id;
@@ -205,6 +210,25 @@ struct Partition {
     bool verified = false;
   };
   std::map<int64_t, TxnVerification> txn_verifications;
+  // By producer id: an idempotent producer's batch this replica refused
+  // before appending it (not the leader yet, or too small an ISR). A
+  // producer pipelines its requests, so the ones it sent after that batch
+  // may arrive once the refusal no longer holds (this replica became the
+  // leader meanwhile); their sequences then skip the refused batch. Kafka
+  // answers them OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps
+  // its epoch and renumbers every partition's unacknowledged messages,
+  // duplicating any that an earlier attempt did write. Brook answers such
+  // a batch with the refused one's error instead (NOT_LEADER_OR_FOLLOWER or
+  // NOT_ENOUGH_REPLICAS), which every client retries, in order after the
+  // refused one. An entry goes once the producer's sequence passes it, at
+  // a new epoch, or after kRefusedBatchMemory.
+  struct RefusedBatch {
+    int16_t epoch = 0;
+    int32_t base_sequence = 0;
+    io::Instant at{};
+    net::Error error = net::Error::kNone;
+  };
+  std::map<int64_t, RefusedBatch> refused_batches;
 
   bool is_leader(int32_t self) const { return leader == self; }
   bool is_follower(int32_t self) const {
@@ -419,6 +443,12 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // Whether a verified check still holds: no marker for the producer, and
   // no new leadership, since it began.
   bool still_verified(const TxnCheck& check, int64_t producer_id);
+  // Partition::refused_batches: note a batch refused before its append;
+  // whether an OUT_OF_ORDER_SEQUENCE_NUMBER batch follows a refused one;
+  // forget the refusals an appended batch passes.
+  void note_refused(Partition& p, const io::Buffer& records, net::Error error);
+  bool follows_refused(Partition& p, const net::RecordBatchHeader& header);
+  void forget_refused(Partition& p, const net::RecordBatchHeader& header);
   // The client id of this broker's connections for `purpose`.
   std::string peer_client_id(std::string_view purpose) const {
     return std::string(purpose) + "-" + std::to_string(config_.node_id);

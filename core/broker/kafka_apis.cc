@@ -418,6 +418,42 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
 
 // --- Produce --------------------------------------------------------------------
 
+void Broker::note_refused(Partition& p, const io::Buffer& records, net::Error error) {
+  absl::StatusOr<net::RecordBatchHeader> h = net::parse_batch_header(records.span(), net::BatchExtent::kHeaderOnly);
+  if (!h.ok() || h->producer_id < 0 || h->base_sequence < 0) return;
+  // Bounded: a flood of producers refused at once forgets the older ones.
+  constexpr size_t kMaxRefused = 4096;
+  if (p.refused_batches.size() >= kMaxRefused && !p.refused_batches.contains(h->producer_id)) {
+    p.refused_batches.erase(p.refused_batches.begin());
+  }
+  Partition::RefusedBatch& r = p.refused_batches[h->producer_id];
+  // The earliest refused batch of the producer's epoch is the one it must
+  // resend first.
+  if (r.at != io::Instant{} && r.epoch == h->producer_epoch && r.base_sequence <= h->base_sequence &&
+      ctx_->clock().now() - r.at < kRefusedBatchMemory) {
+    return;
+  }
+  r = Partition::RefusedBatch{h->producer_epoch, h->base_sequence, ctx_->clock().now(), error};
+}
+
+bool Broker::follows_refused(Partition& p, const net::RecordBatchHeader& header) {
+  auto it = p.refused_batches.find(header.producer_id);
+  if (it == p.refused_batches.end()) return false;
+  const Partition::RefusedBatch& r = it->second;
+  if (ctx_->clock().now() - r.at >= kRefusedBatchMemory || r.epoch != header.producer_epoch) {
+    p.refused_batches.erase(it);
+    return false;
+  }
+  return r.base_sequence < header.base_sequence;
+}
+
+void Broker::forget_refused(Partition& p, const net::RecordBatchHeader& header) {
+  auto it = p.refused_batches.find(header.producer_id);
+  if (it == p.refused_batches.end()) return;
+  const Partition::RefusedBatch& r = it->second;
+  if (r.epoch != header.producer_epoch || r.base_sequence <= header.base_sequence) p.refused_batches.erase(it);
+}
+
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestFrame& frame) {
   const int16_t version = frame.header.request_api_version;
   CO_ASSIGN_OR_RETURN(net::ProduceRequest request, net::decode_body<net::ProduceRequest>(frame));
@@ -493,6 +529,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       }
       if (p == nullptr || p->leader != config_.node_id) {
         fail(net::Error::kNotLeaderOrFollower);
+        if (p != nullptr && data.records.has_value()) note_refused(*p, *data.records, net::Error::kNotLeaderOrFollower);
         if (version >= 10) {
           const metadata::PartitionRegistration* reg = t->partition(data.index);
           out.current_leader.leader_id = reg->leader;
@@ -506,6 +543,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         continue;
       }
       if (acks == -1 && static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
+        note_refused(*p, *data.records, net::Error::kNotEnoughReplicas);
         fail(net::Error::kNotEnoughReplicas);
         out.error_message = fmt::format("the ISR has {} replicas; min.insync.replicas is {}", p->isr.size(),
                                         p->min_insync_replicas);
@@ -524,6 +562,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
           continue;
         }
       }
+      // The first batch's header, while this replica remembers refused
+      // batches (the records move into the log).
+      std::optional<net::RecordBatchHeader> header;
+      if (!p->refused_batches.empty()) {
+        absl::StatusOr<net::RecordBatchHeader> h =
+            net::parse_batch_header(data.records->span(), net::BatchExtent::kHeaderOnly);
+        if (h.ok() && h->producer_id >= 0) header = *h;
+      }
       const int32_t leader_epoch = p->leader_epoch;
       absl::StatusOr<storage::AppendResult> appended =
           co_await p->log->append_as_leader(std::move(*data.records), leader_epoch);
@@ -538,6 +584,19 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       const storage::AppendResult& r = *appended;
       out.log_start_offset = r.log_start_offset;
       if (!r.ok()) {
+        if (r.error == net::Error::kOutOfOrderSequenceNumber && p != nullptr && header.has_value() &&
+            follows_refused(*p, *header)) {
+          const Partition::RefusedBatch& refused = p->refused_batches[header->producer_id];
+          fail(refused.error);
+          out.error_message = fmt::format(
+              "sequence {} of producer {} follows a batch this broker refused (sequence {}): resend that first",
+              header->base_sequence, header->producer_id, refused.base_sequence);
+          if (version >= 10 && refused.error == net::Error::kNotLeaderOrFollower) {
+            out.current_leader.leader_id = config_.node_id;
+            out.current_leader.leader_epoch = leader_epoch;
+          }
+          continue;
+        }
         out.error_code = net::code(r.error);
         if (!r.error_message.empty()) out.error_message = r.error_message;
         for (const storage::RecordError& e : r.record_errors) {
@@ -551,6 +610,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       }
       out.base_offset = r.first_offset;
       out.log_append_time_ms = r.log_append_time_ms;
+      if (p != nullptr && header.has_value()) forget_refused(*p, *header);
       if (p != nullptr) maybe_advance_high_watermark(*p);
       if (acks == -1 && p != nullptr) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
     }
@@ -565,16 +625,20 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         w.out->error_code = net::code(net::Error::kNotLeaderOrFollower);
         break;
       }
-      if (p->log->high_watermark() >= w.end) {
-        // Replicated to the whole ISR, but the ISR shrank below
-        // min.insync.replicas meanwhile (Kafka's check after the append).
-        if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) {
-          w.out->error_code = net::code(net::Error::kNotEnoughReplicasAfterAppend);
-        }
-        break;
-      }
+      // On the whole ISR, and the ISR holds min.insync.replicas: written.
+      // Had the ISR shrunk below that meanwhile (a follower fell behind or
+      // shut down), Kafka answers NOT_ENOUGH_REPLICAS_AFTER_APPEND at once;
+      // the producer may not know whether its batch was written, and the
+      // retry of an idempotent producer whose epoch changed meanwhile
+      // (librdkafka bumps it on other partitions' errors) writes it again.
+      // Brook waits for the ISR to grow back instead: a replica joins it
+      // only once it holds the log to the high watermark, so it holds the
+      // batch too. Only at the deadline does it answer that error.
+      const bool replicated = p->log->high_watermark() >= w.end;
+      if (replicated && static_cast<int32_t>(p->isr.size()) >= p->min_insync_replicas) break;
       if (ctx_->clock().now() >= deadline) {
-        w.out->error_code = net::code(net::Error::kRequestTimedOut);
+        w.out->error_code =
+            net::code(replicated ? net::Error::kNotEnoughReplicasAfterAppend : net::Error::kRequestTimedOut);
         break;
       }
       auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };

@@ -1,0 +1,285 @@
+// sim/produce_acks_test.cc
+//
+// A partition leader's answers to an idempotent producer around replica
+// changes, in the simulator:
+// - an acks=all batch written while the ISR held min.insync.replicas, whose
+//   ISR then shrinks below that before the answer, is answered only once
+//   the ISR has grown back (success), not NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//   at once, which leaves the producer unsure whether it was written;
+// - a batch whose sequence skips one that this replica refused before it
+//   became the leader (the producer's requests were pipelined) is answered
+//   NOT_LEADER_OR_FOLLOWER, which producers retry in order, never
+//   OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka renumbers its
+//   unacknowledged messages under a new epoch.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "io/when.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/init_producer_id_request.h"
+#include "net/kafka/messages/init_producer_id_response.h"
+#include "net/kafka/messages/metadata_request.h"
+#include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
+#include "net/kafka/record_batch.h"
+#include "net/kafka/rpc.h"
+#include "sim/broker.h"
+#include "sim/test_cluster.h"
+#include "sim/world.h"
+
+namespace brook::sim {
+namespace {
+
+using namespace std::chrono_literals;
+using net::Error;
+
+// Partition 0 of t as one broker's metadata has it.
+struct PartitionState {
+  int32_t leader = -1;
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;
+};
+
+io::Task<std::optional<PartitionState>> partition_state(io::Context* ctx, io::Address broker) {
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
+  net::MetadataRequest r;
+  r.topics->emplace_back().name = "t";
+  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
+  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return std::nullopt;
+  for (const auto& p : out->topics.front().partitions) {
+    if (p.partition_index != 0) continue;
+    PartitionState s;
+    s.leader = p.leader_id;
+    s.replicas = p.replica_nodes;
+    s.isr = p.isr_nodes;
+    std::sort(s.isr.begin(), s.isr.end());
+    co_return s;
+  }
+  co_return std::nullopt;
+}
+
+// Asks `broker` until its metadata satisfies `done` (or a minute passed).
+template <typename Done>
+io::Task<std::optional<PartitionState>> wait_for_state(io::Context* ctx, io::Address broker, Done done) {
+  const io::Instant until = ctx->clock().now() + 60s;
+  while (ctx->clock().now() < until) {
+    std::optional<PartitionState> s = co_await partition_state(ctx, broker);
+    if (s.has_value() && done(*s)) co_return s;
+    co_await ctx->clock().sleep_for(100ms);
+  }
+  co_return std::nullopt;
+}
+
+io::Task<int64_t> init_producer_id(io::Context* ctx, io::Address broker) {
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    net::InitProducerIdRequest r;
+    r.transactional_id.reset();
+    r.transaction_timeout_ms = 60000;
+    absl::StatusOr<net::InitProducerIdResponse> out = co_await peer.call<net::InitProducerIdResponse>(r, 4, 5s);
+    if (out.ok() && out->error_code == 0) co_return out->producer_id;
+    co_await ctx->clock().sleep_for(200ms);
+  }
+  co_return -1;
+}
+
+struct Answer {
+  int16_t error = -1;  // -1: no answer
+  std::string message;
+};
+
+// One batch of one record of producer `producer_id` (epoch 0) at
+// `sequence`, to partition 0 of t at `broker`, acks=all.
+io::Task<Answer> produce(io::Context* ctx, io::Address broker, int64_t producer_id, int32_t sequence) {
+  net::RecordBatchOptions o;
+  o.producer_id = producer_id;
+  o.producer_epoch = 0;
+  o.base_sequence = sequence;
+  net::RecordBatchBuilder batch(o);
+  net::NewRecord record;
+  record.timestamp_ms = 1;
+  record.value = io::Buffer::copy_of("v" + std::to_string(sequence));
+  batch.append(std::move(record));
+  absl::StatusOr<io::Buffer> bytes = batch.build();
+  Answer answer;
+  if (!bytes.ok()) co_return answer;
+  net::ProduceRequest r;
+  r.acks = -1;
+  r.timeout_ms = 30000;
+  auto& t = r.topic_data.emplace_back();
+  t.name = "t";
+  auto& p = t.partition_data.emplace_back();
+  p.index = 0;
+  p.records = *std::move(bytes);
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
+  absl::StatusOr<net::ProduceResponse> out = co_await peer.call<net::ProduceResponse>(r, 9, 40s);
+  if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
+    co_return answer;
+  }
+  const auto& part = out->responses.front().partition_responses.front();
+  answer.error = part.error_code;
+  answer.message = part.error_message.value_or("");
+  co_return answer;
+}
+
+bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// --- acks=all while the ISR dips below min.insync.replicas ------------------------
+
+struct DipOutcome {
+  bool done = false;
+  int32_t leader = -1;
+  std::vector<int32_t> isr_alone;  // the ISR while the batch waited
+  Answer answer;
+  io::Duration took{0};
+  io::Duration restarted_after{0};  // when the follower restarted
+  bool back_in_isr = false;
+};
+
+// produce(), and how long after `start` its answer came.
+io::Task<Answer> timed_produce(io::Context* ctx, io::Address broker, int64_t producer_id, io::Instant start,
+                               io::Duration* took) {
+  Answer answer = co_await produce(ctx, std::move(broker), producer_id, 0);
+  *took = ctx->clock().now() - start;
+  co_return answer;
+}
+
+// Yields how long after `start` the follower restarted.
+io::Task<io::Duration> restart_when_alone(io::Context* ctx, TestCluster* cluster, int32_t leader,
+                                          int32_t follower, DipOutcome* out, io::Instant start) {
+  std::optional<PartitionState> alone = co_await wait_for_state(
+      ctx, cluster->broker(leader), [&](const PartitionState& s) { return s.isr == std::vector<int32_t>{leader}; });
+  if (alone.has_value()) out->isr_alone = alone->isr;
+  // Long enough that the leader has applied the shrunk ISR and moved its
+  // high watermark past the batch.
+  co_await ctx->clock().sleep_for(1s);
+  cluster->server(follower).restart();
+  const io::Duration restarted = ctx->clock().now() - start;
+  std::optional<PartitionState> back = co_await wait_for_state(
+      ctx, cluster->broker(leader), [&](const PartitionState& s) { return contains(s.isr, follower); });
+  out->back_in_isr = back.has_value();
+  co_return restarted;
+}
+
+TEST(ProduceAcks, AllWaitsForTheIsrToGrowBack) {
+  // Five voters, so that two replicas of t can be down with the quorum up.
+  TestCluster cluster(41, 5, [](ServerNodeOptions& o) {
+    o.replication_factor = 3;
+    o.min_insync = 2;
+  });
+  DipOutcome out;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(3s);
+    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
+    std::optional<PartitionState> s = co_await wait_for_state(
+        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    if (!s.has_value()) {
+      out.done = true;
+      co_return;
+    }
+    out.leader = s->leader;
+    std::vector<int32_t> followers;
+    for (int32_t r : s->replicas) {
+      if (r != s->leader) followers.push_back(r);
+    }
+    const int64_t producer_id = co_await init_producer_id(&ctx, cluster.broker(out.leader));
+    // One follower goes; the ISR is the leader and the other one.
+    cluster.server(followers[0]).crash();
+    if (!(co_await wait_for_state(&ctx, cluster.broker(out.leader), [&](const PartitionState& s) {
+          return s.isr.size() == 2 && !contains(s.isr, followers[0]);
+        })).has_value()) {
+      out.done = true;
+      co_return;
+    }
+    // The other goes as the batch arrives: the leader writes it (the ISR
+    // still holds two), and the ISR then shrinks to the leader alone. The
+    // first follower comes back once it has.
+    cluster.server(followers[1]).crash();
+    const io::Instant start = ctx.clock().now();
+    std::tuple<Answer, io::Duration> both =
+        co_await io::when_all(timed_produce(&ctx, cluster.broker(out.leader), producer_id, start, &out.took),
+                              restart_when_alone(&ctx, &cluster, out.leader, followers[0], &out, start));
+    out.answer = std::get<0>(both);
+    out.restarted_after = std::get<1>(both);
+    out.done = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
+  ASSERT_GT(out.leader, 0);
+  EXPECT_EQ(out.isr_alone, std::vector<int32_t>{out.leader});
+  EXPECT_EQ(out.answer.error, 0) << net::error_name(out.answer.error) << ": " << out.answer.message;
+  EXPECT_TRUE(out.back_in_isr);
+  // Answered once the follower was back, not when the ISR shrank.
+  EXPECT_GT(out.took, out.restarted_after);
+}
+
+// --- a batch after one refused before the leadership came ----------------------
+
+struct RefusalOutcome {
+  bool done = false;
+  int32_t new_leader = -1;
+  Answer first, refused_at_follower, after_refusal, resent, in_order, gap;
+};
+
+TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
+  TestCluster cluster(43, 3, [](ServerNodeOptions&) {});
+  RefusalOutcome out;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(3s);
+    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
+    std::optional<PartitionState> s = co_await wait_for_state(
+        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    if (!s.has_value()) {
+      out.done = true;
+      co_return;
+    }
+    const int32_t leader = s->leader;
+    const int64_t producer_id = co_await init_producer_id(&ctx, cluster.broker(leader));
+    out.first = co_await produce(&ctx, cluster.broker(leader), producer_id, 0);
+    // The producer's next batch reaches the followers early (a client
+    // with newer metadata than theirs would send it there): refused.
+    for (int32_t r : s->replicas) {
+      if (r != leader) out.refused_at_follower = co_await produce(&ctx, cluster.broker(r), producer_id, 1);
+    }
+    cluster.server(leader).crash();
+    // The partition's new leader, as it sees itself.
+    for (int32_t r : s->replicas) {
+      if (r == leader) continue;
+      std::optional<PartitionState> moved = co_await wait_for_state(
+          &ctx, cluster.broker(r), [&](const PartitionState& s) { return s.leader > 0 && s.leader != leader; });
+      if (moved.has_value() && moved->leader == r) out.new_leader = r;
+      if (out.new_leader > 0) break;
+    }
+    if (out.new_leader < 0) {
+      out.done = true;
+      co_return;
+    }
+    const io::Address at = cluster.broker(out.new_leader);
+    // The batch the producer had pipelined after the refused one.
+    out.after_refusal = co_await produce(&ctx, at, producer_id, 2);
+    out.resent = co_await produce(&ctx, at, producer_id, 1);
+    out.in_order = co_await produce(&ctx, at, producer_id, 2);
+    // A gap that follows no refused batch is still out of order.
+    out.gap = co_await produce(&ctx, at, producer_id, 5);
+    out.done = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
+  ASSERT_GT(out.new_leader, 0);
+  EXPECT_EQ(out.first.error, 0);
+  EXPECT_EQ(out.refused_at_follower.error, net::code(Error::kNotLeaderOrFollower));
+  EXPECT_EQ(out.after_refusal.error, net::code(Error::kNotLeaderOrFollower)) << out.after_refusal.message;
+  EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
+  EXPECT_EQ(out.resent.error, 0) << out.resent.message;
+  EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
+  EXPECT_EQ(out.gap.error, net::code(Error::kOutOfOrderSequenceNumber)) << out.gap.message;
+}
+
+}  // namespace
+}  // namespace brook::sim
