@@ -123,7 +123,7 @@ class CountingSink : public io::LogSink {
 // Formatting debug lines (brook sim --log-level debug, for replays) reads
 // but never changes a run: a broker scenario's seed gives the same trace
 // hash, events and summary at either level, and the debug run does format
-// debug lines.
+// debug lines (and its replay command asks for them).
 TEST(Determinism, LogLevelDoesNotChangeARun) {
   for (const char* name : {"replication", "transactions"}) {
     CountingSink info_lines;
@@ -142,6 +142,8 @@ TEST(Determinism, LogLevelDoesNotChangeARun) {
     EXPECT_EQ(info->trace_hash, debug->trace_hash) << name;
     EXPECT_EQ(info->events, debug->events) << name;
     EXPECT_EQ(info->summary, debug->summary) << name;
+    // A replay of the debug run formats debug lines too.
+    EXPECT_EQ(debug->replay_command, info->replay_command + " --log-level debug");
     EXPECT_EQ(info_lines.lines[static_cast<int>(io::LogLevel::kDebug)], 0u) << name;
     EXPECT_GT(debug_lines.lines[static_cast<int>(io::LogLevel::kDebug)], 100u) << name;
     EXPECT_EQ(info_lines.lines[static_cast<int>(io::LogLevel::kInfo)],

@@ -267,8 +267,10 @@ class World::RunScope {
 World::World(uint64_t seed, WorldOptions options)
     : seed_(seed),
       options_(std::move(options)),
-      replay_command_(options_.replay_command.empty() ? replay_command_for(options_.scenario, seed)
-                                                      : options_.replay_command),
+      replay_command_(!options_.replay_command.empty() ? options_.replay_command
+                      : options_.log_level == io::LogLevel::kDebug
+                          ? replay_command_for(options_.scenario, seed) + " --log-level debug"
+                          : replay_command_for(options_.scenario, seed)),
       assert_text_(fmt::format("simulation seed: {}\nreplay: {}", seed, replay_command_)),
       random_(seed),
       buggify_(random_.fork(), buggify_enabled(options_.buggify, seed)),

@@ -61,7 +61,7 @@ inline constexpr uint32_t kIncarnationsMax = (1u << 18) - 1;
 
 struct WorldOptions {
   // The scenario name used in the replay command ("demo" is the default and
-  // is left out of the command).
+  // is left out of the command, as is the log level but for debug).
   std::string scenario = "demo";
   // Overrides the whole replay command when not empty.
   std::string replay_command;

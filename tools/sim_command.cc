@@ -117,12 +117,6 @@ bool parse_args(Args args, SimArgs& out) {
   return true;
 }
 
-// The run's replay command, with the log level when it is not the default.
-std::string replay(const SimArgs& args, const sim::ScenarioResult& result) {
-  return args.log_level == io::LogLevel::kDebug ? result.replay_command + " --log-level debug"
-                                                : result.replay_command;
-}
-
 int run_one(const SimArgs& args) {
   sim::ScenarioOptions options;
   options.name = args.scenario;
@@ -149,7 +143,7 @@ int run_one(const SimArgs& args) {
   fmt::print("result: {}\n{}\nevents={} simulated={:.3f}s\n", result->passed ? "PASS" : "FAIL",
              result->summary, result->events, static_cast<double>(result->simulated.count()) / 1e9);
   for (const std::string& f : result->failures) fmt::print("failure: {}\n", f);
-  fmt::print("trace-hash: {:016x}\nreplay: {}\n", result->trace_hash, replay(args, *result));
+  fmt::print("trace-hash: {:016x}\nreplay: {}\n", result->trace_hash, result->replay_command);
   std::fflush(stdout);
   return result->passed ? 0 : 1;
 }
@@ -173,7 +167,7 @@ int run_sweep(const SimArgs& args) {
     } else {
       ++failed;
       fmt::print("seed {}: FAIL {}\n  replay: {}\n", seed,
-                 result->failures.empty() ? "" : result->failures.front(), replay(args, *result));
+                 result->failures.empty() ? "" : result->failures.front(), result->replay_command);
     }
     std::fflush(stdout);
     if (seed == args.seeds->second || (failed != 0 && args.stop_on_failure)) break;
