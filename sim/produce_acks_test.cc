@@ -10,7 +10,8 @@
 //   became the leader (the producer's requests were pipelined) is answered
 //   NOT_LEADER_OR_FOLLOWER, which producers retry in order, never
 //   OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka renumbers its
-//   unacknowledged messages under a new epoch.
+//   unacknowledged messages under a new epoch; and likewise
+//   NOT_ENOUGH_REPLICAS after a batch refused for too small an ISR.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -223,8 +224,8 @@ TEST(ProduceAcks, AllWaitsForTheIsrToGrowBack) {
 
 struct RefusalOutcome {
   bool done = false;
-  int32_t new_leader = -1;
-  Answer first, refused_at_follower, after_refusal, resent, in_order, gap;
+  int32_t leader = -1;  // the broker that answered the batches after the refusal
+  Answer first, refused, after_refusal, resent, in_order, gap;
 };
 
 TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
@@ -246,7 +247,7 @@ TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
     // The producer's next batch reaches the followers early (a client
     // with newer metadata than theirs would send it there): refused.
     for (int32_t r : s->replicas) {
-      if (r != leader) out.refused_at_follower = co_await produce(&ctx, cluster.broker(r), producer_id, 1);
+      if (r != leader) out.refused = co_await produce(&ctx, cluster.broker(r), producer_id, 1);
     }
     cluster.server(leader).crash();
     // The partition's new leader, as it sees itself.
@@ -254,14 +255,14 @@ TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
       if (r == leader) continue;
       std::optional<PartitionState> moved = co_await wait_for_state(
           &ctx, cluster.broker(r), [&](const PartitionState& s) { return s.leader > 0 && s.leader != leader; });
-      if (moved.has_value() && moved->leader == r) out.new_leader = r;
-      if (out.new_leader > 0) break;
+      if (moved.has_value() && moved->leader == r) out.leader = r;
+      if (out.leader > 0) break;
     }
-    if (out.new_leader < 0) {
+    if (out.leader < 0) {
       out.done = true;
       co_return;
     }
-    const io::Address at = cluster.broker(out.new_leader);
+    const io::Address at = cluster.broker(out.leader);
     // The batch the producer had pipelined after the refused one.
     out.after_refusal = co_await produce(&ctx, at, producer_id, 2);
     out.resent = co_await produce(&ctx, at, producer_id, 1);
@@ -271,10 +272,71 @@ TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
     out.done = true;
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
-  ASSERT_GT(out.new_leader, 0);
+  ASSERT_GT(out.leader, 0);
   EXPECT_EQ(out.first.error, 0);
-  EXPECT_EQ(out.refused_at_follower.error, net::code(Error::kNotLeaderOrFollower));
+  EXPECT_EQ(out.refused.error, net::code(Error::kNotLeaderOrFollower));
   EXPECT_EQ(out.after_refusal.error, net::code(Error::kNotLeaderOrFollower)) << out.after_refusal.message;
+  EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
+  EXPECT_EQ(out.resent.error, 0) << out.resent.message;
+  EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
+  EXPECT_EQ(out.gap.error, net::code(Error::kOutOfOrderSequenceNumber)) << out.gap.message;
+}
+
+// The same at a leader that refused a batch for too small an ISR, whose
+// ISR then grew back: the batch after it gets NOT_ENOUGH_REPLICAS too.
+TEST(ProduceAcks, ABatchAfterOneRefusedForTheIsrIsRetriable) {
+  TestCluster cluster(47, 5, [](ServerNodeOptions& o) {
+    o.replication_factor = 3;
+    o.min_insync = 2;
+  });
+  RefusalOutcome out;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(3s);
+    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
+    std::optional<PartitionState> s = co_await wait_for_state(
+        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    if (!s.has_value()) {
+      out.done = true;
+      co_return;
+    }
+    const int32_t leader = s->leader;
+    const io::Address at = cluster.broker(leader);
+    const int64_t producer_id = co_await init_producer_id(&ctx, at);
+    out.first = co_await produce(&ctx, at, producer_id, 0);
+    // Both followers go; the ISR is the leader alone.
+    int32_t back = -1;
+    for (int32_t r : s->replicas) {
+      if (r == leader) continue;
+      cluster.server(r).crash();
+      back = r;
+    }
+    if (!(co_await wait_for_state(&ctx, at, [&](const PartitionState& s) {
+          return s.isr == std::vector<int32_t>{leader};
+        })).has_value()) {
+      out.done = true;
+      co_return;
+    }
+    out.refused = co_await produce(&ctx, at, producer_id, 1);
+    // One follower comes back and rejoins the ISR.
+    cluster.server(back).restart();
+    if (!(co_await wait_for_state(&ctx, at, [&](const PartitionState& s) { return contains(s.isr, back); }))
+             .has_value()) {
+      out.done = true;
+      co_return;
+    }
+    out.leader = leader;
+    out.after_refusal = co_await produce(&ctx, at, producer_id, 2);
+    out.resent = co_await produce(&ctx, at, producer_id, 1);
+    out.in_order = co_await produce(&ctx, at, producer_id, 2);
+    out.gap = co_await produce(&ctx, at, producer_id, 5);
+    out.done = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
+  ASSERT_GT(out.leader, 0);
+  EXPECT_EQ(out.first.error, 0);
+  EXPECT_EQ(out.refused.error, net::code(Error::kNotEnoughReplicas));
+  EXPECT_EQ(out.after_refusal.error, net::code(Error::kNotEnoughReplicas)) << out.after_refusal.message;
   EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
   EXPECT_EQ(out.resent.error, 0) << out.resent.message;
   EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
