@@ -131,6 +131,23 @@ io::Task<Answer> produce(io::Context* ctx, io::Address broker, int64_t producer_
 
 bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
+// Five voters, so that two replicas of t can be down with the quorum up.
+constexpr int kFiveNodes = 5;
+void three_replicas_two_insync(ServerNodeOptions& o) {
+  o.replication_factor = 3;
+  o.min_insync = 2;
+}
+
+// Creates t (one partition, three replicas) once the cluster is up; yields
+// its state once all three are in its ISR.
+io::Task<std::optional<PartitionState>> create_t(io::Context* ctx, const TestCluster* cluster) {
+  co_await ctx->clock().sleep_for(3s);
+  client::Cluster admin(*ctx, sim_client_options(cluster->brokers, "admin"));
+  co_await create_topic_until_done(ctx, &admin, "t", 1, 3);
+  co_return co_await wait_for_state(ctx, cluster->brokers.front(),
+                                    [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+}
+
 // --- acks=all while the ISR dips below min.insync.replicas ------------------------
 
 struct DipOutcome {
@@ -169,18 +186,10 @@ io::Task<io::Duration> restart_when_alone(io::Context* ctx, TestCluster* cluster
 }
 
 TEST(ProduceAcks, AllWaitsForTheIsrToGrowBack) {
-  // Five voters, so that two replicas of t can be down with the quorum up.
-  TestCluster cluster(41, 5, [](ServerNodeOptions& o) {
-    o.replication_factor = 3;
-    o.min_insync = 2;
-  });
+  TestCluster cluster(41, kFiveNodes, three_replicas_two_insync);
   DipOutcome out;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
-    co_await ctx.clock().sleep_for(3s);
-    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
-    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
-    std::optional<PartitionState> s = co_await wait_for_state(
-        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    std::optional<PartitionState> s = co_await create_t(&ctx, &cluster);
     if (!s.has_value()) {
       out.done = true;
       co_return;
@@ -228,15 +237,34 @@ struct RefusalOutcome {
   Answer first, refused, after_refusal, resent, in_order, gap;
 };
 
+// The batches after the refusal at `at`: the one the producer had pipelined
+// after the refused one, the refused one resent, that one again, and then
+// a gap that follows no refused batch.
+io::Task<void> after_the_refusal(io::Context* ctx, io::Address at, int64_t producer_id, RefusalOutcome* out) {
+  out->after_refusal = co_await produce(ctx, at, producer_id, 2);
+  out->resent = co_await produce(ctx, at, producer_id, 1);
+  out->in_order = co_await produce(ctx, at, producer_id, 2);
+  out->gap = co_await produce(ctx, at, producer_id, 5);
+  out->done = true;
+}
+
+// The batch after the refused one gets the refusal's error; in order, both
+// are then written; a real gap is still out of order.
+void expect_retriable_after_refusal(const RefusalOutcome& out, Error refusal) {
+  EXPECT_EQ(out.first.error, 0);
+  EXPECT_EQ(out.refused.error, net::code(refusal));
+  EXPECT_EQ(out.after_refusal.error, net::code(refusal)) << out.after_refusal.message;
+  EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
+  EXPECT_EQ(out.resent.error, 0) << out.resent.message;
+  EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
+  EXPECT_EQ(out.gap.error, net::code(Error::kOutOfOrderSequenceNumber)) << out.gap.message;
+}
+
 TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
   TestCluster cluster(43, 3, [](ServerNodeOptions&) {});
   RefusalOutcome out;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
-    co_await ctx.clock().sleep_for(3s);
-    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
-    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
-    std::optional<PartitionState> s = co_await wait_for_state(
-        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    std::optional<PartitionState> s = co_await create_t(&ctx, &cluster);
     if (!s.has_value()) {
       out.done = true;
       co_return;
@@ -262,40 +290,20 @@ TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
       out.done = true;
       co_return;
     }
-    const io::Address at = cluster.broker(out.leader);
-    // The batch the producer had pipelined after the refused one.
-    out.after_refusal = co_await produce(&ctx, at, producer_id, 2);
-    out.resent = co_await produce(&ctx, at, producer_id, 1);
-    out.in_order = co_await produce(&ctx, at, producer_id, 2);
-    // A gap that follows no refused batch is still out of order.
-    out.gap = co_await produce(&ctx, at, producer_id, 5);
-    out.done = true;
+    co_await after_the_refusal(&ctx, cluster.broker(out.leader), producer_id, &out);
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
   ASSERT_GT(out.leader, 0);
-  EXPECT_EQ(out.first.error, 0);
-  EXPECT_EQ(out.refused.error, net::code(Error::kNotLeaderOrFollower));
-  EXPECT_EQ(out.after_refusal.error, net::code(Error::kNotLeaderOrFollower)) << out.after_refusal.message;
-  EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
-  EXPECT_EQ(out.resent.error, 0) << out.resent.message;
-  EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
-  EXPECT_EQ(out.gap.error, net::code(Error::kOutOfOrderSequenceNumber)) << out.gap.message;
+  expect_retriable_after_refusal(out, Error::kNotLeaderOrFollower);
 }
 
 // The same at a leader that refused a batch for too small an ISR, whose
 // ISR then grew back: the batch after it gets NOT_ENOUGH_REPLICAS too.
 TEST(ProduceAcks, ABatchAfterOneRefusedForTheIsrIsRetriable) {
-  TestCluster cluster(47, 5, [](ServerNodeOptions& o) {
-    o.replication_factor = 3;
-    o.min_insync = 2;
-  });
+  TestCluster cluster(47, kFiveNodes, three_replicas_two_insync);
   RefusalOutcome out;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
-    co_await ctx.clock().sleep_for(3s);
-    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
-    co_await create_topic_until_done(&ctx, &admin, "t", 1, 3);
-    std::optional<PartitionState> s = co_await wait_for_state(
-        &ctx, cluster.brokers.front(), [](const PartitionState& s) { return s.leader > 0 && s.isr.size() == 3; });
+    std::optional<PartitionState> s = co_await create_t(&ctx, &cluster);
     if (!s.has_value()) {
       out.done = true;
       co_return;
@@ -326,21 +334,11 @@ TEST(ProduceAcks, ABatchAfterOneRefusedForTheIsrIsRetriable) {
       co_return;
     }
     out.leader = leader;
-    out.after_refusal = co_await produce(&ctx, at, producer_id, 2);
-    out.resent = co_await produce(&ctx, at, producer_id, 1);
-    out.in_order = co_await produce(&ctx, at, producer_id, 2);
-    out.gap = co_await produce(&ctx, at, producer_id, 5);
-    out.done = true;
+    co_await after_the_refusal(&ctx, at, producer_id, &out);
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
   ASSERT_GT(out.leader, 0);
-  EXPECT_EQ(out.first.error, 0);
-  EXPECT_EQ(out.refused.error, net::code(Error::kNotEnoughReplicas));
-  EXPECT_EQ(out.after_refusal.error, net::code(Error::kNotEnoughReplicas)) << out.after_refusal.message;
-  EXPECT_NE(out.after_refusal.message.find("refused"), std::string::npos) << out.after_refusal.message;
-  EXPECT_EQ(out.resent.error, 0) << out.resent.message;
-  EXPECT_EQ(out.in_order.error, 0) << out.in_order.message;
-  EXPECT_EQ(out.gap.error, net::code(Error::kOutOfOrderSequenceNumber)) << out.gap.message;
+  expect_retriable_after_refusal(out, Error::kNotEnoughReplicas);
 }
 
 }  // namespace
