@@ -14,21 +14,17 @@
 //   NOT_ENOUGH_REPLICAS after a batch refused for too small an ISR.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "core/broker/broker.h"
 #include "io/when.h"
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/init_producer_id_request.h"
 #include "net/kafka/messages/init_producer_id_response.h"
-#include "net/kafka/messages/metadata_request.h"
-#include "net/kafka/messages/metadata_response.h"
-#include "net/kafka/messages/produce_request.h"
 #include "net/kafka/messages/produce_response.h"
-#include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
 #include "sim/test_cluster.h"
@@ -40,29 +36,11 @@ namespace {
 using namespace std::chrono_literals;
 using net::Error;
 
-// Partition 0 of t as one broker's metadata has it.
-struct PartitionState {
-  int32_t leader = -1;
-  std::vector<int32_t> replicas;
-  std::vector<int32_t> isr;
-};
-
+// Partition 0 of t as `broker`'s metadata has it.
 io::Task<std::optional<PartitionState>> partition_state(io::Context* ctx, io::Address broker) {
-  net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
-  net::MetadataRequest r;
-  r.topics->emplace_back().name = "t";
-  absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, 2s);
-  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return std::nullopt;
-  for (const auto& p : out->topics.front().partitions) {
-    if (p.partition_index != 0) continue;
-    PartitionState s;
-    s.leader = p.leader_id;
-    s.replicas = p.replica_nodes;
-    s.isr = p.isr_nodes;
-    std::sort(s.isr.begin(), s.isr.end());
-    co_return s;
-  }
-  co_return std::nullopt;
+  std::vector<PartitionState> states = co_await partition_states(ctx, std::move(broker), "t");
+  if (states.empty()) co_return std::nullopt;
+  co_return std::move(states.front());
 }
 
 // Asks `broker` until its metadata satisfies `done` (or a minute passed).
@@ -102,34 +80,17 @@ io::Task<Answer> produce(io::Context* ctx, io::Address broker, int64_t producer_
   o.producer_id = producer_id;
   o.producer_epoch = 0;
   o.base_sequence = sequence;
-  net::RecordBatchBuilder batch(o);
-  net::NewRecord record;
-  record.timestamp_ms = 1;
-  record.value = io::Buffer::copy_of("v" + std::to_string(sequence));
-  batch.append(std::move(record));
-  absl::StatusOr<io::Buffer> bytes = batch.build();
+  std::optional<net::ProduceResponse::PartitionProduceResponse> out =
+      co_await produce_one(ctx, std::move(broker), "t", 0, o, "v" + std::to_string(sequence), std::nullopt);
   Answer answer;
-  if (!bytes.ok()) co_return answer;
-  net::ProduceRequest r;
-  r.acks = -1;
-  r.timeout_ms = 30000;
-  auto& t = r.topic_data.emplace_back();
-  t.name = "t";
-  auto& p = t.partition_data.emplace_back();
-  p.index = 0;
-  p.records = *std::move(bytes);
-  net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
-  absl::StatusOr<net::ProduceResponse> out = co_await peer.call<net::ProduceResponse>(r, 9, 40s);
-  if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
-    co_return answer;
+  if (out.has_value()) {
+    answer.error = out->error_code;
+    answer.message = out->error_message.value_or("");
   }
-  const auto& part = out->responses.front().partition_responses.front();
-  answer.error = part.error_code;
-  answer.message = part.error_message.value_or("");
   co_return answer;
 }
 
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+using broker::contains;
 
 // Five voters, so that two replicas of t can be down with the quorum up.
 constexpr int kFiveNodes = 5;

@@ -8,14 +8,19 @@
 // (header-only, on brook_sim).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "net/kafka/messages/metadata_request.h"
 #include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
+#include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
 #include "sim/world.h"
@@ -70,22 +75,73 @@ struct TestCluster {
   std::vector<io::Address> controllers;
 };
 
-// Each partition's leader of `topic` (by index) in `broker`'s metadata;
-// empty when it could not be asked.
-inline io::Task<std::vector<int32_t>> partition_leaders(io::Context* ctx, io::Address broker, std::string topic) {
+// A partition as one broker's metadata has it.
+struct PartitionState {
+  int32_t leader = -1;
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> isr;  // sorted
+};
+
+// Each partition of `topic` (by index) in `broker`'s metadata; empty when
+// it could not be asked.
+inline io::Task<std::vector<PartitionState>> partition_states(io::Context* ctx, io::Address broker,
+                                                              std::string topic) {
   net::Peer peer(ctx->network(), ctx->clock(), broker, "metadata-probe");
   net::MetadataRequest r;
   r.topics->emplace_back().name = std::move(topic);
   absl::StatusOr<net::MetadataResponse> out = co_await peer.call<net::MetadataResponse>(r, 9, std::chrono::seconds(2));
-  std::vector<int32_t> leaders;
-  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return leaders;
-  leaders.resize(out->topics.front().partitions.size(), -1);
+  std::vector<PartitionState> states;
+  if (!out.ok() || out->topics.size() != 1 || out->topics.front().error_code != 0) co_return states;
+  states.resize(out->topics.front().partitions.size());
   for (const auto& p : out->topics.front().partitions) {
-    if (p.partition_index >= 0 && static_cast<size_t>(p.partition_index) < leaders.size()) {
-      leaders[static_cast<size_t>(p.partition_index)] = p.leader_id;
-    }
+    if (p.partition_index < 0 || static_cast<size_t>(p.partition_index) >= states.size()) continue;
+    PartitionState& s = states[static_cast<size_t>(p.partition_index)];
+    s.leader = p.leader_id;
+    s.replicas = p.replica_nodes;
+    s.isr = p.isr_nodes;
+    std::sort(s.isr.begin(), s.isr.end());
   }
+  co_return states;
+}
+
+// Each partition's leader of `topic` (by index) in `broker`'s metadata;
+// empty when it could not be asked.
+inline io::Task<std::vector<int32_t>> partition_leaders(io::Context* ctx, io::Address broker, std::string topic) {
+  const std::vector<PartitionState> states = co_await partition_states(ctx, std::move(broker), std::move(topic));
+  std::vector<int32_t> leaders;
+  for (const PartitionState& s : states) leaders.push_back(s.leader);
   co_return leaders;
+}
+
+// One batch of one record (`value`) with `batch`'s producer fields, to
+// `partition` of `topic` at `broker`, acks=all within 30 s; the
+// partition's answer, or none when the call failed.
+inline io::Task<std::optional<net::ProduceResponse::PartitionProduceResponse>> produce_one(
+    io::Context* ctx, io::Address broker, std::string topic, int32_t partition, net::RecordBatchOptions batch,
+    std::string value, std::optional<std::string> transactional_id) {
+  net::RecordBatchBuilder builder(batch);
+  net::NewRecord record;
+  record.timestamp_ms = 1;
+  record.value = io::Buffer::copy_of(value);
+  builder.append(std::move(record));
+  absl::StatusOr<io::Buffer> bytes = builder.build();
+  if (!bytes.ok()) co_return std::nullopt;
+  net::ProduceRequest r;
+  r.transactional_id = std::move(transactional_id);
+  r.acks = -1;
+  r.timeout_ms = 30000;
+  auto& t = r.topic_data.emplace_back();
+  t.name = std::move(topic);
+  auto& p = t.partition_data.emplace_back();
+  p.index = partition;
+  p.records = *std::move(bytes);
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
+  absl::StatusOr<net::ProduceResponse> out =
+      co_await peer.call<net::ProduceResponse>(r, 9, std::chrono::seconds(40));
+  if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
+    co_return std::nullopt;
+  }
+  co_return out->responses.front().partition_responses.front();
 }
 
 // Crashes `victim` after 100 ms, then `look_after` later returns `topic`'s

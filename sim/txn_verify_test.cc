@@ -23,9 +23,6 @@
 #include "net/kafka/messages/find_coordinator_response.h"
 #include "net/kafka/messages/init_producer_id_request.h"
 #include "net/kafka/messages/init_producer_id_response.h"
-#include "net/kafka/messages/produce_request.h"
-#include "net/kafka/messages/produce_response.h"
-#include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
 #include "sim/test_cluster.h"
@@ -85,28 +82,10 @@ class TxnVerifyMoves : public ::testing::Test {
     o.producer_epoch = epoch;
     o.base_sequence = 0;
     o.transactional = true;
-    net::RecordBatchBuilder batch(o);
-    net::NewRecord record;
-    record.timestamp_ms = 1;
-    record.value = io::Buffer::copy_of("v");
-    batch.append(std::move(record));
-    absl::StatusOr<io::Buffer> bytes = batch.build();
-    if (!bytes.ok()) co_return std::nullopt;
-    net::ProduceRequest r;
-    r.transactional_id = kTxnId;
-    r.acks = -1;
-    r.timeout_ms = 30000;
-    auto& t = r.topic_data.emplace_back();
-    t.name = "t";
-    auto& p = t.partition_data.emplace_back();
-    p.index = partition;
-    p.records = *std::move(bytes);
-    net::Peer peer(ctx->network(), ctx->clock(), cluster_.broker(out_.leader), "producer");
-    absl::StatusOr<net::ProduceResponse> out = co_await peer.call<net::ProduceResponse>(r, 9, 40s);
-    if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
-      co_return std::nullopt;
-    }
-    co_return out->responses.front().partition_responses.front().error_code;
+    std::optional<net::ProduceResponse::PartitionProduceResponse> out =
+        co_await produce_one(ctx, cluster_.broker(out_.leader), "t", partition, o, "v", kTxnId);
+    if (!out.has_value()) co_return std::nullopt;
+    co_return out->error_code;
   }
 
   TestCluster cluster_;

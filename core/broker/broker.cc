@@ -350,8 +350,12 @@ io::Task<void> Broker::log_loop() {
     std::vector<std::shared_ptr<Partition>> snapshot;
     for (const auto& [key, p] : partitions_) snapshot.push_back(p);
     // A partition removed meanwhile has a closed log: skip it.
+    const io::Instant now = ctx_->clock().now();
     for (const std::shared_ptr<Partition>& p : snapshot) {
       if (find(p->topic, p->index) != p) continue;
+      // Forgotten here rather than when the producer comes back, so that
+      // produce stops parsing headers for refusals once they are old.
+      std::erase_if(p->refused_batches, [&](const auto& e) { return now - e.second.at >= kRefusedBatchMemory; });
       co_await p->log->start_writeback();
       if (find(p->topic, p->index) != p) continue;
       const absl::Status flushed = co_await p->log->maybe_flush_by_time();

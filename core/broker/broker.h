@@ -109,7 +109,10 @@ inline constexpr std::string_view kOffsetFetchForwardClientId = "brook-offset-fe
 // How long a replica remembers an idempotent producer's batch it refused
 // (Partition::refused_batches): longer than a producer takes to resend it,
 // short enough that a producer that gave it up is not refused for long.
+// The log maintenance loop forgets older ones. At most kMaxRefusedBatches
+// producers are remembered per partition.
 inline constexpr io::Duration kRefusedBatchMemory = std::chrono::seconds(30);
+inline constexpr size_t kMaxRefusedBatches = 4096;
 
 struct BrokerConfig {
   int32_t node_id = 1;

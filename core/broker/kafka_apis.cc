@@ -421,19 +421,19 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
 void Broker::note_refused(Partition& p, const io::Buffer& records, net::Error error) {
   absl::StatusOr<net::RecordBatchHeader> h = net::parse_batch_header(records.span(), net::BatchExtent::kHeaderOnly);
   if (!h.ok() || h->producer_id < 0 || h->base_sequence < 0) return;
-  // Bounded: a flood of producers refused at once forgets the older ones.
-  constexpr size_t kMaxRefused = 4096;
-  if (p.refused_batches.size() >= kMaxRefused && !p.refused_batches.contains(h->producer_id)) {
+  const io::Instant now = ctx_->clock().now();
+  auto it = p.refused_batches.find(h->producer_id);
+  if (it != p.refused_batches.end()) {
+    // The earliest refused batch of the producer's epoch is the one it must
+    // resend first.
+    const Partition::RefusedBatch& r = it->second;
+    if (r.epoch == h->producer_epoch && r.base_sequence <= h->base_sequence && now - r.at < kRefusedBatchMemory) return;
+  } else if (p.refused_batches.size() >= kMaxRefusedBatches) {
+    // Bounded: a flood of producers refused at once forgets some.
     p.refused_batches.erase(p.refused_batches.begin());
   }
-  Partition::RefusedBatch& r = p.refused_batches[h->producer_id];
-  // The earliest refused batch of the producer's epoch is the one it must
-  // resend first.
-  if (r.at != io::Instant{} && r.epoch == h->producer_epoch && r.base_sequence <= h->base_sequence &&
-      ctx_->clock().now() - r.at < kRefusedBatchMemory) {
-    return;
-  }
-  r = Partition::RefusedBatch{h->producer_epoch, h->base_sequence, ctx_->clock().now(), error};
+  p.refused_batches.insert_or_assign(h->producer_id,
+                                     Partition::RefusedBatch{h->producer_epoch, h->base_sequence, now, error});
 }
 
 bool Broker::follows_refused(Partition& p, const net::RecordBatchHeader& header) {
