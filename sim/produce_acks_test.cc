@@ -11,7 +11,9 @@
 //   NOT_LEADER_OR_FOLLOWER, which producers retry in order, never
 //   OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka renumbers its
 //   unacknowledged messages under a new epoch; and likewise
-//   NOT_ENOUGH_REPLICAS after a batch refused for too small an ISR.
+//   NOT_ENOUGH_REPLICAS after a batch refused for too small an ISR; a
+//   refusal is remembered for broker::kRefusedBatchMemory and then
+//   forgotten (the gap is then out of order, as Kafka answers it).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -196,6 +198,7 @@ struct RefusalOutcome {
   bool done = false;
   int32_t leader = -1;  // the broker that answered the batches after the refusal
   Answer first, refused, after_refusal, resent, in_order, gap;
+  io::Instant refused_sent{}, refused_answered{};  // the refused batch's round trip
 };
 
 // The batches after the refusal at `at`: the one the producer had pipelined
@@ -258,48 +261,94 @@ TEST(ProduceAcks, ABatchAfterOneRefusedBeforeTheLeadershipIsRetriable) {
   expect_retriable_after_refusal(out, Error::kNotLeaderOrFollower);
 }
 
+// At a leader of t (five nodes, min.insync.replicas 2): a first batch of
+// a new producer is written, the next (sequence 1) is refused
+// NOT_ENOUGH_REPLICAS while both followers are down, and one follower comes
+// back into the ISR. Yields the producer, or nothing (out->done set) if the
+// cluster never got there.
+io::Task<std::optional<int64_t>> refuse_for_the_isr(io::Context* ctx, TestCluster* cluster, RefusalOutcome* out) {
+  std::optional<PartitionState> s = co_await create_t(ctx, cluster);
+  if (!s.has_value()) {
+    out->done = true;
+    co_return std::nullopt;
+  }
+  const int32_t leader = s->leader;
+  const io::Address at = cluster->broker(leader);
+  const int64_t producer_id = co_await init_producer_id(ctx, at);
+  out->first = co_await produce(ctx, at, producer_id, 0);
+  // Both followers go; the ISR is the leader alone.
+  int32_t back = -1;
+  for (int32_t r : s->replicas) {
+    if (r == leader) continue;
+    cluster->server(r).crash();
+    back = r;
+  }
+  if (!(co_await wait_for_state(ctx, at, [&](const PartitionState& s) {
+        return s.isr == std::vector<int32_t>{leader};
+      })).has_value()) {
+    out->done = true;
+    co_return std::nullopt;
+  }
+  out->refused_sent = ctx->clock().now();
+  out->refused = co_await produce(ctx, at, producer_id, 1);
+  out->refused_answered = ctx->clock().now();
+  // One follower comes back and rejoins the ISR.
+  cluster->server(back).restart();
+  if (!(co_await wait_for_state(ctx, at, [&](const PartitionState& s) { return contains(s.isr, back); }))
+           .has_value()) {
+    out->done = true;
+    co_return std::nullopt;
+  }
+  out->leader = leader;
+  co_return producer_id;
+}
+
 // The same at a leader that refused a batch for too small an ISR, whose
 // ISR then grew back: the batch after it gets NOT_ENOUGH_REPLICAS too.
 TEST(ProduceAcks, ABatchAfterOneRefusedForTheIsrIsRetriable) {
   TestCluster cluster(47, kFiveNodes, three_replicas_two_insync);
   RefusalOutcome out;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
-    std::optional<PartitionState> s = co_await create_t(&ctx, &cluster);
-    if (!s.has_value()) {
-      out.done = true;
-      co_return;
-    }
-    const int32_t leader = s->leader;
-    const io::Address at = cluster.broker(leader);
-    const int64_t producer_id = co_await init_producer_id(&ctx, at);
-    out.first = co_await produce(&ctx, at, producer_id, 0);
-    // Both followers go; the ISR is the leader alone.
-    int32_t back = -1;
-    for (int32_t r : s->replicas) {
-      if (r == leader) continue;
-      cluster.server(r).crash();
-      back = r;
-    }
-    if (!(co_await wait_for_state(&ctx, at, [&](const PartitionState& s) {
-          return s.isr == std::vector<int32_t>{leader};
-        })).has_value()) {
-      out.done = true;
-      co_return;
-    }
-    out.refused = co_await produce(&ctx, at, producer_id, 1);
-    // One follower comes back and rejoins the ISR.
-    cluster.server(back).restart();
-    if (!(co_await wait_for_state(&ctx, at, [&](const PartitionState& s) { return contains(s.isr, back); }))
-             .has_value()) {
-      out.done = true;
-      co_return;
-    }
-    out.leader = leader;
-    co_await after_the_refusal(&ctx, at, producer_id, &out);
+    const std::optional<int64_t> producer_id = co_await refuse_for_the_isr(&ctx, &cluster, &out);
+    if (!producer_id.has_value()) co_return;
+    co_await after_the_refusal(&ctx, cluster.broker(out.leader), *producer_id, &out);
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
   ASSERT_GT(out.leader, 0);
   expect_retriable_after_refusal(out, Error::kNotEnoughReplicas);
+}
+
+// A refusal is remembered for broker::kRefusedBatchMemory, no longer: a
+// producer that has not resent the refused batch by then gets Kafka's own
+// answer to the gap, OUT_OF_ORDER_SEQUENCE_NUMBER.
+TEST(ProduceAcks, ARefusalIsForgottenAfterItsMemory) {
+  TestCluster cluster(53, kFiveNodes, three_replicas_two_insync);
+  RefusalOutcome out;
+  Answer before, after;
+  bool in_time = false;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    const std::optional<int64_t> producer_id = co_await refuse_for_the_isr(&ctx, &cluster, &out);
+    if (!producer_id.has_value()) co_return;
+    const io::Address at = cluster.broker(out.leader);
+    // The leader noted the refusal between these two instants: ask a
+    // second before its memory can have ended, then a second after it
+    // must have.
+    const io::Instant last_remembered = out.refused_sent + broker::kRefusedBatchMemory - 1s;
+    in_time = ctx.clock().now() <= last_remembered;
+    if (in_time) co_await ctx.clock().sleep_for(last_remembered - ctx.clock().now());
+    before = co_await produce(&ctx, at, *producer_id, 2);
+    const io::Instant forgotten = out.refused_answered + broker::kRefusedBatchMemory + 1s;
+    if (ctx.clock().now() < forgotten) co_await ctx.clock().sleep_for(forgotten - ctx.clock().now());
+    after = co_await produce(&ctx, at, *producer_id, 2);
+    out.done = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
+  ASSERT_GT(out.leader, 0);
+  EXPECT_EQ(out.refused.error, net::code(Error::kNotEnoughReplicas));
+  ASSERT_TRUE(in_time) << "the follower took too long to rejoin";
+  EXPECT_EQ(before.error, net::code(Error::kNotEnoughReplicas)) << before.message;
+  EXPECT_EQ(after.error, net::code(Error::kOutOfOrderSequenceNumber)) << after.message;
+  EXPECT_EQ(after.message.find("refused"), std::string::npos) << after.message;
 }
 
 }  // namespace
