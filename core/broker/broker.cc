@@ -202,6 +202,7 @@ io::Task<absl::Status> Broker::apply_image() {
         p->isr = reg.isr;
       }
       p->replicas = reg.replicas;
+      p->alter_refused_at.reset();  // the refusal's reason may be in this update
       p->min_insync_replicas = min_insync_for(topic->name);
       p->log->set_config(log_config_for(topic->name));
       if (becomes_leader) {

@@ -114,6 +114,13 @@ inline constexpr std::string_view kOffsetFetchForwardClientId = "brook-offset-fe
 inline constexpr io::Duration kRefusedBatchMemory = std::chrono::seconds(30);
 inline constexpr size_t kMaxRefusedBatches = 4096;
 
+// After the controller refuses a leader's AlterPartition
+// (Partition::alter_refused_at), the leader sends no other for that
+// partition until its metadata changes, or for this long (the interval at
+// which Kafka's controller writes a no-op record, which is what brings a
+// lagging broker's metadata up to date there).
+inline constexpr io::Duration kAlterPartitionRetryBackoff = std::chrono::milliseconds(500);
+
 struct BrokerConfig {
   int32_t node_id = 1;
   std::string cluster_id;
@@ -199,6 +206,13 @@ struct Partition {
   // and the log end when this leader epoch began.
   std::map<int32_t, FollowerState> followers;
   std::optional<std::vector<int32_t>> pending_isr;
+  // When the controller last refused this leader's AlterPartition: the
+  // refusals (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH,
+  // INELIGIBLE_REPLICA, ...) say the controller holds a state this
+  // broker's metadata does not have yet. Asking again at once, at every
+  // follower fetch, is refused the same way; the next metadata update
+  // (which clears this) or kAlterPartitionRetryBackoff is waited for.
+  std::optional<io::Instant> alter_refused_at;
   int64_t leader_epoch_start_offset = 0;
   // As follower: the fetcher backs off until then after an error.
   io::Instant fetch_backoff_until{};
@@ -322,6 +336,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // A follower fetched at `fetch_offset` (the leader's log end was
   // `leader_end` when the fetch was read).
   void update_follower(const std::shared_ptr<Partition>& p, int32_t replica, int64_t fetch_offset);
+  // Whether this leader may ask to change p's ISR now: none in flight,
+  // and no refusal still waiting for metadata (Partition::alter_refused_at).
+  bool may_alter_isr(const Partition& p) const;
   void maybe_expand_isr(const std::shared_ptr<Partition>& p, int32_t replica);
   // Every half lag time: followers not caught up within the lag time leave the ISR.
   io::Task<void> isr_loop();

@@ -93,8 +93,13 @@ void Broker::update_follower(const std::shared_ptr<Partition>& p, int32_t replic
   maybe_expand_isr(p, replica);
 }
 
+bool Broker::may_alter_isr(const Partition& p) const {
+  return p.is_leader(config_.node_id) && !p.pending_isr.has_value() &&
+         (!p.alter_refused_at.has_value() || ctx_->clock().now() - *p.alter_refused_at >= kAlterPartitionRetryBackoff);
+}
+
 void Broker::maybe_expand_isr(const std::shared_ptr<Partition>& p, int32_t replica) {
-  if (!p->is_leader(config_.node_id) || p->pending_isr.has_value() || contains(p->isr, replica)) return;
+  if (!may_alter_isr(*p) || contains(p->isr, replica)) return;
   if (background_ == nullptr) return;
   auto it = p->followers.find(replica);
   if (it == p->followers.end()) return;
@@ -117,7 +122,7 @@ io::Task<void> Broker::isr_loop() {
     if (background_ == nullptr) continue;
     const io::Instant now = ctx_->clock().now();
     for (const auto& [key, p] : partitions_) {
-      if (!p->is_leader(config_.node_id) || p->pending_isr.has_value()) continue;
+      if (!may_alter_isr(*p)) continue;
       std::vector<int32_t> kept;
       for (int32_t r : p->isr) {
         if (r != config_.node_id) {
@@ -181,8 +186,9 @@ io::Task<void> Broker::alter_isr(std::shared_ptr<Partition> p, std::vector<int32
   }
   if (error != 0) {
     // The metadata log will bring the partition's newer state (or the
-    // broker's); the next fetch or lag check tries again.
+    // broker's); a fetch or lag check after that tries again.
     ctx_->log().info("broker: {}-{}: AlterPartition refused: {}", p->topic, p->index, net::error_name(error));
+    if (error != net::code(net::Error::kNotController)) p->alter_refused_at = ctx_->clock().now();
   }
   maybe_advance_high_watermark(*p);
   appended_.notify_all();
