@@ -488,6 +488,26 @@ TEST(LeaderEpochCache, EndOffsetForKafkaExamples) {
   EXPECT_EQ(cache.end_offset_for(0, 10), (EpochEndOffset{0, 0}));
 }
 
+// Where a follower truncates on a diverging epoch (Kafka's
+// getOffsetTruncationState).
+TEST(LeaderEpochCache, FollowerTruncationOnADivergingEpoch) {
+  // The same epoch on both: the earlier end, never past the log end.
+  EXPECT_EQ(follower_truncation(cache_of({{2, 10}}), 50, {2, 30}), (FollowerTruncation{30, true}));
+  EXPECT_EQ(follower_truncation(cache_of({{2, 10}, {3, 20}}), 50, {2, 30}), (FollowerTruncation{20, true}));
+  EXPECT_EQ(follower_truncation(cache_of({{2, 10}}), 25, {2, 30}), (FollowerTruncation{25, true}));
+  // The follower never had the leader's epoch 2: it led epoch 3 from 930
+  // after epoch 1, the leader holds epoch 2 from 930 to 1063. Not the
+  // leader's end (1063, which was this follower's log end, so nothing moved
+  // and every fetch got the same answer) but where the follower's epoch 1
+  // ends, and a second round for epoch 1.
+  EXPECT_EQ(follower_truncation(cache_of({{0, 0}, {1, 48}, {3, 930}}), 1063, {2, 1063}),
+            (FollowerTruncation{930, false}));
+  // No epoch at or below the leader's: the leader's end.
+  EXPECT_EQ(follower_truncation(LeaderEpochCache(), 50, {2, 30}), (FollowerTruncation{30, true}));
+  // Below the follower's first epoch: that epoch's start.
+  EXPECT_EQ(follower_truncation(cache_of({{5, 11}}), 40, {4, 20}), (FollowerTruncation{11, true}));
+}
+
 // Kafka's shouldFetchEpochForGivenOffset.
 TEST(LeaderEpochCache, EpochForOffset) {
   const LeaderEpochCache cache = cache_of({{0, 10}, {1, 20}, {5, 30}});

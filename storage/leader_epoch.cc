@@ -166,4 +166,12 @@ io::Task<absl::Status> write_leader_epoch_checkpoint(io::Disk& disk, std::string
   co_return co_await write_file_atomically(disk, std::move(path), std::move(bytes));
 }
 
+FollowerTruncation follower_truncation(const LeaderEpochCache& follower, int64_t log_end_offset,
+                                       const EpochEndOffset& leader) {
+  const EpochEndOffset ours = follower.end_offset_for(leader.epoch, log_end_offset);
+  if (ours.end_offset < 0) return {std::min(leader.end_offset, log_end_offset), true};
+  if (ours.epoch != leader.epoch) return {std::min(ours.end_offset, log_end_offset), false};
+  return {std::min({ours.end_offset, leader.end_offset, log_end_offset}), true};
+}
+
 }  // namespace brook::storage

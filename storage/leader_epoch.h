@@ -125,6 +125,24 @@ class LeaderEpochCache {
   std::vector<EpochEntry> entries_;
 };
 
+// Where a follower truncates when its leader answers a fetch with a
+// diverging epoch (KIP-320; Kafka's AbstractFetcherThread
+// getOffsetTruncationState), given the follower's epochs and log end:
+// - the follower knows the leader's epoch: the earlier of both ends of it;
+// - it holds only epochs below it: the end of the largest of those, and the
+//   truncation is not complete (the next fetch names that older epoch, and
+//   the leader answers for it);
+// - it knows no epoch at or below it: the leader's end.
+// Never past the follower's log end.
+struct FollowerTruncation {
+  int64_t offset = 0;
+  bool complete = true;
+
+  bool operator==(const FollowerTruncation&) const = default;
+};
+FollowerTruncation follower_truncation(const LeaderEpochCache& follower, int64_t log_end_offset,
+                                       const EpochEndOffset& leader);
+
 // A missing file reads as an empty cache. DataLoss names the file and line.
 io::Task<absl::StatusOr<LeaderEpochCache>> read_leader_epoch_checkpoint(io::Disk& disk,
                                                                         std::string path);

@@ -335,10 +335,13 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
   }
   if (data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0) {
     // KIP-320: our last epoch ends earlier on the leader. Truncate to where
-    // both logs agree: the leader's end of that epoch, or ours if earlier.
-    const storage::EpochEndOffset ours = log.end_offset_for_epoch(data.diverging_epoch.epoch);
-    int64_t to = data.diverging_epoch.end_offset;
-    if (ours.epoch == data.diverging_epoch.epoch && ours.end_offset >= 0) to = std::min(to, ours.end_offset);
+    // both logs agree (storage::follower_truncation); if we do not hold the
+    // leader's epoch, to the end of our largest one below it, and the next
+    // fetch, naming that epoch, asks again.
+    const storage::FollowerTruncation t = storage::follower_truncation(
+        log.leader_epochs(), log.log_end_offset(),
+        storage::EpochEndOffset{data.diverging_epoch.epoch, data.diverging_epoch.end_offset});
+    const int64_t to = t.offset;
     ctx_->log().info("broker: {}-{}: diverging at epoch {} end {}: truncating from {} to {}", p->topic, p->index,
                      data.diverging_epoch.epoch, data.diverging_epoch.end_offset, log.log_end_offset(), to);
     const int64_t end_before = log.log_end_offset();
