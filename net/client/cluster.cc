@@ -67,7 +67,7 @@ void Cluster::reset(int32_t id) {
   if (net::Peer* p = broker(id)) p->reset();
 }
 
-net::Peer& Cluster::any() {
+net::Peer& Cluster::any(std::optional<int32_t> avoid) {
   // The known brokers first, then the bootstrap addresses not among them.
   std::vector<io::Address> candidates;
   for (const auto& [id, b] : brokers_) candidates.push_back(b.address);
@@ -75,6 +75,13 @@ net::Peer& Cluster::any() {
     if (std::find(candidates.begin(), candidates.end(), a) == candidates.end()) candidates.push_back(a);
   }
   BROOK_ASSERT(!candidates.empty());
+  if (auto it = avoid.has_value() ? brokers_.find(*avoid) : brokers_.end(); it != brokers_.end()) {
+    std::vector<io::Address> others;
+    for (const io::Address& a : candidates) {
+      if (!(a == it->second.address)) others.push_back(a);
+    }
+    if (!others.empty()) candidates = std::move(others);
+  }
   return peer_for(candidates[next_any_++ % candidates.size()]);
 }
 
@@ -163,7 +170,7 @@ void Cluster::cache(const net::MetadataResponse& r, const std::optional<std::vec
 }
 
 io::Task<absl::StatusOr<net::MetadataResponse>> Cluster::fetch_metadata(
-    std::optional<std::vector<std::string>> topics, bool allow_auto_create) {
+    std::optional<std::vector<std::string>> topics, bool allow_auto_create, std::optional<int32_t> not_from) {
   net::MetadataRequest request;
   if (topics.has_value()) {
     request.topics.emplace();
@@ -175,7 +182,8 @@ io::Task<absl::StatusOr<net::MetadataResponse>> Cluster::fetch_metadata(
   const size_t attempts = brokers_.size() + options_.bootstrap.size();
   absl::Status last = absl::UnavailableError("no broker to ask");
   for (size_t i = 0; i < std::max<size_t>(attempts, 1); ++i) {
-    net::Peer& peer = any();
+    // The last attempt may ask `not_from` too.
+    net::Peer& peer = i + 1 < attempts ? any(not_from) : any();
     absl::StatusOr<net::MetadataResponse> response =
         co_await peer.call<net::MetadataResponse>(request, kMetadataVersion, options_.request_timeout);
     if (!response.ok()) {
@@ -190,9 +198,9 @@ io::Task<absl::StatusOr<net::MetadataResponse>> Cluster::fetch_metadata(
   co_return last;
 }
 
-io::Task<absl::Status> Cluster::refresh(std::vector<std::string> topics) {
+io::Task<absl::Status> Cluster::refresh(std::vector<std::string> topics, std::optional<int32_t> not_from) {
   absl::StatusOr<net::MetadataResponse> r =
-      co_await fetch_metadata(std::move(topics), options_.allow_auto_create_topics);
+      co_await fetch_metadata(std::move(topics), options_.allow_auto_create_topics, not_from);
   co_return r.status();
 }
 

@@ -95,11 +95,14 @@ class Cluster {
   // trying each known broker and bootstrap address once, and caches what
   // it learns: brokers, and the topics answered (topics named but missing
   // from the answer or answered with an error are cached with that error).
+  // `not_from`: a broker whose metadata is suspected stale, asked by none
+  // but the last attempt when another broker is known.
   io::Task<absl::StatusOr<net::MetadataResponse>> fetch_metadata(
-      std::optional<std::vector<std::string>> topics, bool allow_auto_create);
-  // fetch_metadata(topics, options().allow_auto_create_topics), result
-  // dropped: the cache is what callers read.
-  io::Task<absl::Status> refresh(std::vector<std::string> topics);
+      std::optional<std::vector<std::string>> topics, bool allow_auto_create,
+      std::optional<int32_t> not_from = std::nullopt);
+  // fetch_metadata(topics, options().allow_auto_create_topics, not_from),
+  // result dropped: the cache is what callers read.
+  io::Task<absl::Status> refresh(std::vector<std::string> topics, std::optional<int32_t> not_from = std::nullopt);
 
   // The cached topic, or nullptr.
   const TopicInfo* topic(std::string_view name) const;
@@ -114,8 +117,9 @@ class Cluster {
   // known from metadata).
   net::Peer* broker(int32_t id);
   // Some broker to ask: the known brokers and the bootstrap addresses in
-  // turn, so that a dead one is not asked twice in a row.
-  net::Peer& any();
+  // turn, so that a dead one is not asked twice in a row; not broker
+  // `avoid` while there is another.
+  net::Peer& any(std::optional<int32_t> avoid = std::nullopt);
   // Drops a broker's idle connections (after a failure on one).
   void reset(int32_t id);
 

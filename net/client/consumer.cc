@@ -54,6 +54,7 @@ void Consumer::seek(const TopicPartition& tp, int64_t offset) {
   it->second.position = offset;
   it->second.fetch_offset = offset;
   it->second.reset.reset();
+  it->second.out_of_range_at.reset();
 }
 
 void Consumer::reset_to(const std::vector<TopicPartition>& partitions, OffsetReset where) {
@@ -309,9 +310,11 @@ io::Task<absl::Status> Consumer::fetch_from(int32_t broker, std::vector<TopicPar
         session.partitions.erase(tp);
         if (st->second.out_of_range_at != w->second.fetch_offset) {
           // A leader that lost leadership without knowing it may be behind:
-          // look the leader up again and ask once more before resetting.
+          // look the leader up again, at another broker, and ask once more
+          // before resetting.
           st->second.out_of_range_at = w->second.fetch_offset;
           metadata_wanted_ = true;
+          metadata_not_from_ = broker;
         } else {
           drop_buffered(tp, st->second);
           st->second.out_of_range_at.reset();
@@ -356,8 +359,12 @@ io::Task<absl::StatusOr<std::vector<ConsumerRecord>>> Consumer::poll(io::Duratio
     if (metadata_wanted_ && !assignment_.empty()) {
       std::set<std::string> topics;
       for (const TopicPartition& tp : assignment_) topics.insert(tp.topic);
-      absl::Status s = co_await cluster_.refresh(std::vector<std::string>(topics.begin(), topics.end()));
-      if (s.ok()) metadata_wanted_ = false;
+      absl::Status s =
+          co_await cluster_.refresh(std::vector<std::string>(topics.begin(), topics.end()), metadata_not_from_);
+      if (s.ok()) {
+        metadata_wanted_ = false;
+        metadata_not_from_.reset();
+      }
     }
     if (absl::Status s = co_await reset_positions(); !s.ok()) co_return s;
     std::map<int32_t, std::vector<TopicPartition>> by_leader;

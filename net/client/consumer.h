@@ -10,8 +10,10 @@
 //   after OFFSET_OUT_OF_RANGE) poll() first looks it up with ListOffsets as
 //   auto.offset.reset says: earliest, latest, or none (poll() then fails
 //   with the partition named). OFFSET_OUT_OF_RANGE resets only when it
-//   comes twice for the same offset with a metadata refresh between: a
-//   broker that lost leadership without knowing it yet may be behind.
+//   comes twice for the same offset with a metadata refresh between, asked
+//   of another broker than the one that answered (when there is one): a
+//   broker that lost leadership without knowing it yet may be behind, and
+//   its own metadata still names it.
 // - poll() fetches from every leader of the assigned partitions at once,
 //   one Fetch per broker, in an incremental fetch session per broker
 //   (KIP-227): after the first request only the partitions whose fetch
@@ -156,6 +158,11 @@ class Consumer {
   std::map<int32_t, Session> sessions_;
   std::deque<ConsumerRecord> buffered_;
   bool metadata_wanted_ = true;
+  // A broker that answered OFFSET_OUT_OF_RANGE as leader: the metadata
+  // refresh before the second try asks another broker, since a leader that
+  // lost leadership without knowing it also answers metadata that still
+  // names it.
+  std::optional<int32_t> metadata_not_from_;
   ConsumerStats stats_;
 };
 

@@ -23,10 +23,19 @@ import uuid
 BROOK = sys.argv[1]
 
 
+# Ports handed out by free_port(): the kernel may give a port it just gave
+# again, and ports are picked before the servers that listen on them start.
+HANDED_OUT = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
 
 
 # Every server process started, for the watchdog to stop.
