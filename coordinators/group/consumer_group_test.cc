@@ -579,6 +579,26 @@ TEST(ConsumerGroup, RewriteAfterAFailedWriteRemovesGoneMembers) {
   }
 }
 
+// The write that creates a group fails but lands in the log all the same;
+// the group the next join creates must delete the member it held, or a
+// replay would give two members of one epoch the same partitions.
+TEST(ConsumerGroup, AJoinAfterAFailedCreationRemovesTheMemberItMayHaveLogged) {
+  ConsumerHarness h;
+  Consumer a, b;
+  a.id = "a";
+  b.id = "b";
+  h.log->fail_next = Error::kRequestTimedOut;
+  h.log->failed_write_lands = true;
+  ASSERT_EQ(h.beat(a).error_code, net::code(Error::kCoordinatorNotAvailable));
+  ASSERT_EQ(h.beat(b).error_code, 0);
+  h.settle({&b});
+  const auto after = expect_replay_gives_back(h);
+  ASSERT_EQ(after.members.size(), 1u);
+  EXPECT_EQ(after.members[0].member_id, "b");
+  h.settle({&b});
+  EXPECT_EQ(count(b.owned), 10u);
+}
+
 TEST(ConsumerGroup, SharesTheGroupIdSpaceWithClassicGroups) {
   ConsumerHarness h;
   Consumer a;

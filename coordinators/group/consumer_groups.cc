@@ -987,8 +987,12 @@ io::Task<net::ConsumerGroupHeartbeatResponse> GroupCoordinator::consumer_group_h
     if (Group* now = find(group_id); now != nullptr && converting) {
       now->converting = false;
       wake_timers();
+      // A group the failed write created goes again, unless the write may
+      // have landed: then it stays (empty) so that the next write, or the
+      // expiry of empty groups, deletes the members it held.
       if (e != Error::kNone && created && now->consumer == nullptr && now->members.empty() &&
-          now->pending_members.empty() && now->offsets.empty() && now->txn_offsets.empty()) {
+          now->pending_members.empty() && now->offsets.empty() && now->txn_offsets.empty() &&
+          now->conversion_maybe_logged.empty()) {
         groups_.erase(group_id);
       }
     }
