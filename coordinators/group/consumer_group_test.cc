@@ -806,5 +806,21 @@ TEST(ConsumerGroup, AFailedFenceIsRetried) {
   EXPECT_TRUE(h.coordinator->group_members("cg").empty());
 }
 
+// Fences that fail at once, while the timer loop that started them has
+// not yet gone back to waiting, are tried again all the same.
+TEST(ConsumerGroup, AFenceThatFailsAtOnceIsRetried) {
+  ConsumerHarness h;  // 45 s sessions
+  Consumer a;
+  a.id = "a";
+  h.settle({&a});
+  ASSERT_EQ(h.coordinator->group_members("cg").size(), 1u);
+  h.log->delay = 0ms;
+  h.log->fail_writes = 2;
+  for (int i = 0; i < 600 && h.log->fail_writes > 0; ++i) h.world.run_for(100ms);
+  ASSERT_EQ(h.log->fail_writes, 0);
+  h.world.run_for(10s);
+  EXPECT_TRUE(h.coordinator->group_members("cg").empty());
+}
+
 }  // namespace
 }  // namespace brook::group

@@ -626,7 +626,10 @@ class GroupCoordinator final : public runtime::Coordinator {
   GroupCoordinatorConfig config_;
   runtime::ShardTable shards_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
-  io::WaitList timer_wake_;
+  // Set by wake_timers(), reset by run() before it looks at the timers: a
+  // wake that comes while run() is not yet waiting (a fence spawned by the
+  // loop failing at once) is not lost.
+  io::Event timer_wake_;
   uint64_t steady_heartbeats_ = 0;
   // Background writes (an emptied group's metadata); set while run() runs.
   io::TaskScope* scope_ = nullptr;

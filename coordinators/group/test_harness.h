@@ -57,7 +57,9 @@ class MemoryLog final : public CoordinatorLog {
                            std::vector<CoordinatorRecord> records) {
     (void)epoch;
     ++writes;
-    co_await ctx_->clock().sleep_for(delay);
+    // (With no delay the write completes without suspending, as a refused
+    // append does.)
+    if (delay > io::Duration::zero()) co_await ctx_->clock().sleep_for(delay);
     if (fail_next != net::Error::kNone) {
       // A write that times out may still land (it was appended; the
       // replicas had not caught up when the wait ended).
