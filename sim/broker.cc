@@ -323,6 +323,20 @@ void GracefulStops::attach(FaultSchedule& schedule) {
   };
 }
 
+net::ProduceRequest one_batch_produce(std::optional<std::string> transactional_id, std::string topic,
+                                      int32_t partition, io::Buffer batch, int32_t timeout_ms) {
+  net::ProduceRequest r;
+  r.transactional_id = std::move(transactional_id);
+  r.acks = -1;
+  r.timeout_ms = timeout_ms;
+  auto& t = r.topic_data.emplace_back();
+  t.name = std::move(topic);
+  auto& p = t.partition_data.emplace_back();
+  p.index = partition;
+  p.records = std::move(batch);
+  return r;
+}
+
 client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id) {
   client::ClientOptions o;
   o.bootstrap = brokers;

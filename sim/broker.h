@@ -40,6 +40,7 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@
 #include "io/network.h"
 #include "io/time.h"
 #include "net/client/cluster.h"
+#include "net/kafka/messages/produce_request.h"
 #include "io/task.h"
 #include "sim/faults.h"
 #include "sim/scenario.h"
@@ -133,6 +135,10 @@ class GracefulStops {
 // A simulated workload's client settings: these brokers, 3 s requests,
 // 100 ms retry backoff, no topic auto-creation.
 client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id);
+// An acks=all Produce of one record batch to one partition, as a workload
+// sends it by hand (to replay it later, or to one broker of its choice).
+net::ProduceRequest one_batch_produce(std::optional<std::string> transactional_id, std::string topic,
+                                      int32_t partition, io::Buffer batch, int32_t timeout_ms);
 // Creates the topic, retrying every 200 ms until it exists.
 io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
                                        int partitions, int replication_factor);

@@ -126,15 +126,8 @@ inline io::Task<std::optional<net::ProduceResponse::PartitionProduceResponse>> p
   builder.append(std::move(record));
   absl::StatusOr<io::Buffer> bytes = builder.build();
   if (!bytes.ok()) co_return std::nullopt;
-  net::ProduceRequest r;
-  r.transactional_id = std::move(transactional_id);
-  r.acks = -1;
-  r.timeout_ms = 30000;
-  auto& t = r.topic_data.emplace_back();
-  t.name = std::move(topic);
-  auto& p = t.partition_data.emplace_back();
-  p.index = partition;
-  p.records = *std::move(bytes);
+  const net::ProduceRequest r =
+      one_batch_produce(std::move(transactional_id), std::move(topic), partition, *std::move(bytes), 30000);
   net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
   absl::StatusOr<net::ProduceResponse> out =
       co_await peer.call<net::ProduceResponse>(r, 9, std::chrono::seconds(40));

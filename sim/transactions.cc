@@ -319,16 +319,7 @@ struct Producer {
     }
     absl::StatusOr<io::Buffer> batch = builder.build();
     if (!batch.ok()) return std::nullopt;
-    net::ProduceRequest r;
-    r.transactional_id = tid;
-    r.acks = -1;
-    r.timeout_ms = 3000;
-    auto& t = r.topic_data.emplace_back();
-    t.name = std::string(kTopic);
-    auto& p = t.partition_data.emplace_back();
-    p.index = partition;
-    p.records = *std::move(batch);
-    return r;
+    return one_batch_produce(tid, std::string(kTopic), partition, *std::move(batch), 3000);
   }
 
   // Sends `request` once to its partition's leader, as a Produce held up in
