@@ -342,8 +342,9 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
         log.leader_epochs(), log.log_end_offset(),
         storage::EpochEndOffset{data.diverging_epoch.epoch, data.diverging_epoch.end_offset});
     const int64_t to = t.offset;
-    ctx_->log().info("broker: {}-{}: diverging at epoch {} end {}: truncating from {} to {}", p->topic, p->index,
-                     data.diverging_epoch.epoch, data.diverging_epoch.end_offset, log.log_end_offset(), to);
+    ctx_->log().info("broker: {}-{}: diverging at epoch {} end {}: truncating from {} to {}{}", p->topic, p->index,
+                     data.diverging_epoch.epoch, data.diverging_epoch.end_offset, log.log_end_offset(), to,
+                     t.complete ? "" : " (the leader's epoch is not ours: the next fetch asks about an earlier one)");
     const int64_t end_before = log.log_end_offset();
     const int32_t epoch_before = log.leader_epochs().latest_epoch().value_or(-1);
     absl::Status s = co_await log.truncate_to(std::max<int64_t>(to, 0));
