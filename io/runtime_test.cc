@@ -231,6 +231,30 @@ TEST(Event, WakesAllWaitersInOrder) {
   EXPECT_EQ(log.size(), 3u);
 }
 
+Task<void> wait_change(ChangeCount* c, uint64_t seen, std::vector<std::string>* log, std::string name) {
+  co_await c->changed_since(seen);
+  log->push_back(name);
+}
+
+TEST(ChangeCount, AChangeBeforeTheWaiterParksIsNotMissed) {
+  TestExecutor ex;
+  std::vector<std::string> log;
+  ChangeCount c;
+  TaskScope scope(ex);
+  // Looked before the change; starts waiting (on a later turn) after it.
+  scope.spawn(wait_change(&c, c.seen(), &log, "early"));
+  c.notify();
+  ex.run();
+  EXPECT_EQ(log, (std::vector<std::string>{"early"}));
+  // Looked after it: waits for the next.
+  scope.spawn(wait_change(&c, c.seen(), &log, "late"));
+  ex.run();
+  EXPECT_EQ(log.size(), 1u);
+  c.notify();
+  ex.run();
+  EXPECT_EQ(log, (std::vector<std::string>{"early", "late"}));
+}
+
 Task<void> hold_mutex(Mutex* m, std::vector<std::string>* log, std::string name, Duration d,
                       const Clock* c) {
   auto lock = co_await m->lock();

@@ -1,7 +1,8 @@
 // io/sync.h
 //
 // Coroutine synchronisation primitives for one event loop: WaitList (a
-// condition to re-check), Event, Mutex, Semaphore and a bounded Channel.
+// condition to re-check), ChangeCount, Event, Mutex, Semaphore and a
+// bounded Channel.
 //
 // Contract shared by all of them:
 // - Waking never resumes a coroutine inline: it posts the resumption to the
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <utility>
@@ -92,6 +94,27 @@ class WaitList {
 
  private:
   IntrusiveList<Waiter> waiters_;
+};
+
+// A count of changes to some state, and the coroutines waiting for the
+// next one. A waiter takes seen() before it looks at the state, and waits
+// with changed_since(seen): a change after its look is not missed, even one
+// that came before it parked (a waiter spawned as a task starts on a later
+// turn; one that looked across a suspension parks later still).
+class ChangeCount {
+ public:
+  uint64_t seen() const { return changes_; }
+  void notify() {
+    ++changes_;
+    waiters_.notify_all();
+  }
+  Task<void> changed_since(uint64_t seen) {
+    while (changes_ == seen) co_await waiters_.wait();
+  }
+
+ private:
+  uint64_t changes_ = 0;
+  WaitList waiters_;
 };
 
 // A manual-reset event: wait() completes at once while set.

@@ -237,7 +237,7 @@ io::Task<absl::Status> Broker::apply_image() {
   ensure_fetchers();
   sync_coordinator();
   sync_txn_coordinator();
-  appended_.notify_all();
+  appended_.notify();
   co_return absl::OkStatus();
 }
 
@@ -276,7 +276,7 @@ io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
   if (it == partitions_.end()) co_return absl::OkStatus();
   std::shared_ptr<Partition> p = std::move(it->second);
   partitions_.erase(it);
-  appended_.notify_all();
+  appended_.notify();
   (void)co_await p->log->close();
   const std::string dir = p->log->dir();
   ctx_->log().info("broker: removing partition {}", dir);
@@ -312,12 +312,12 @@ io::Task<bool> Broker::wait_for_topic(std::string topic, bool present, io::Durat
     }
     return true;
   };
-  while (!ready()) {
+  while (true) {
+    const uint64_t seen = appended_.seen();
+    if (ready()) co_return true;
     if (ctx_->clock().now() >= deadline) co_return false;
-    auto wait = [](io::WaitList* w) -> io::Task<void> { co_await w->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, appended_.changed_since(seen));
   }
-  co_return true;
 }
 
 // --- lifecycle ----------------------------------------------------------------

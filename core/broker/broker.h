@@ -531,8 +531,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // Partitions by (topic, index).
   std::map<PartitionKey, std::shared_ptr<Partition>> partitions_;
   io::Mutex apply_mu_;
-  // Woken after every append (long-polling fetches).
-  io::WaitList appended_;
+  // Counts every append and high watermark move (long-polling fetches,
+  // acks=all produces): a waiter takes seen() before it reads.
+  io::ChangeCount appended_;
   // __consumer_offsets, and the group coordinator's writes to it.
   CoordinatorPartitions offsets_partitions_;
   runtime::BatchedWriter offsets_writer_;

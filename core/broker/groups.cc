@@ -180,7 +180,7 @@ io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append
   }
   if (!appended->ok()) co_return Appended{appended->error, -1};
   broker_->maybe_advance_high_watermark(*p);
-  broker_->appended_.notify_all();
+  broker_->appended_.notify();
   co_return Appended{Error::kNone, appended->first_offset};
 }
 
@@ -190,11 +190,11 @@ io::Task<net::Error> Broker::CoordinatorPartitions::wait_committed(int32_t parti
   // Committed once the ISR has it (acks=all).
   const io::Instant deadline = broker_->ctx_->clock().now() + broker_->config_.offsets_commit_timeout;
   while (true) {
+    const uint64_t seen = broker_->appended_.seen();
     if (p == nullptr || led(partition, epoch) != p) co_return Error::kNotCoordinator;
     if (p->log->high_watermark() >= end_offset) break;
     if (broker_->ctx_->clock().now() >= deadline) co_return Error::kRequestTimedOut;
-    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-    (void)co_await io::with_deadline(broker_->ctx_->clock(), deadline, wait(&broker_->appended_));
+    (void)co_await io::with_deadline(broker_->ctx_->clock(), deadline, broker_->appended_.changed_since(seen));
   }
   if (static_cast<int32_t>(p->isr.size()) < p->min_insync_replicas) co_return Error::kNotEnoughReplicasAfterAppend;
   co_return Error::kNone;

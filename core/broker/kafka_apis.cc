@@ -615,11 +615,12 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       if (acks == -1 && p != nullptr) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
     }
   }
-  appended_.notify_all();
+  appended_.notify();
   // acks=all: wait for the high watermark (the ISR's followers fetching
   // past the batch).
   for (const Pending& w : pending) {
     while (true) {
+      const uint64_t seen = appended_.seen();
       std::shared_ptr<Partition> p = find(w.partition->topic, w.partition->index);
       if (p != w.partition || p->leader != config_.node_id || p->leader_epoch != w.leader_epoch) {
         w.out->error_code = net::code(net::Error::kNotLeaderOrFollower);
@@ -641,8 +642,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
             net::code(replicated ? net::Error::kNotEnoughReplicasAfterAppend : net::Error::kRequestTimedOut);
         break;
       }
-      auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-      (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+      (void)co_await io::with_deadline(ctx_->clock(), deadline, appended_.changed_since(seen));
     }
   }
   if (acks == 0) co_return io::BufferChain();  // no response at all
@@ -675,6 +675,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
     co_return net::encode_response(response, frame.header);
   }
   while (true) {
+    // (Taken before the reads: an append while they are under way is not
+    // waited for.)
+    const uint64_t seen = appended_.seen();
     response.responses.clear();
     int64_t bytes = 0;
     bool errors = false;
@@ -778,8 +781,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
     // An incremental answer waits for something to report, like min_bytes.
     const bool news = fetch_sessions_.has_news(session, response);
     if (errors || (news && bytes >= std::max(1, request.min_bytes)) || ctx_->clock().now() >= deadline) break;
-    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, appended_.changed_since(seen));
   }
   fetch_sessions_.finish(session, &response);
   co_return net::encode_response(response, frame.header);

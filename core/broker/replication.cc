@@ -69,7 +69,7 @@ void Broker::maybe_advance_high_watermark(Partition& p) {
   }
   if (hw > p.log->high_watermark()) {
     p.log->set_high_watermark(hw);
-    appended_.notify_all();
+    appended_.notify();
   }
 }
 
@@ -191,7 +191,7 @@ io::Task<void> Broker::alter_isr(std::shared_ptr<Partition> p, std::vector<int32
     if (error != net::code(net::Error::kNotController)) p->alter_refused_at = ctx_->clock().now();
   }
   maybe_advance_high_watermark(*p);
-  appended_.notify_all();
+  appended_.notify();
 }
 
 // --- the follower's side ----------------------------------------------------------

@@ -168,14 +168,15 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
   }
   if (!appended->ok()) co_return appended->error;
   maybe_advance_high_watermark(*p);
-  appended_.notify_all();
+  appended_.notify();
   const int64_t end = appended->last_offset + 1;
   const io::Instant deadline = ctx_->clock().now() + kMarkerRequestTimeout;
-  while (p->log->high_watermark() < end) {
+  while (true) {
+    const uint64_t seen = appended_.seen();
+    if (p->log->high_watermark() >= end) break;
     if (find(topic, index) != p || p->leader_epoch != leader_epoch) co_return Error::kNotLeaderOrFollower;
     if (ctx_->clock().now() >= deadline) co_return Error::kRequestTimedOut;
-    auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), deadline, wait(&appended_));
+    (void)co_await io::with_deadline(ctx_->clock(), deadline, appended_.changed_since(seen));
   }
   if (topic == group::kOffsetsTopic) groups_.complete_transaction(index, producer_id, commit);
   co_return Error::kNone;
