@@ -61,13 +61,6 @@ Topic metadata_topic(Partition partition) {
   return topic;
 }
 
-// Completes once *changes differs from `seen`. Spawned waiters start on a
-// later turn, so they compare counts instead of trusting a notification
-// they may have missed.
-io::Task<void> wait_change(io::WaitList* list, const uint64_t* changes, uint64_t seen) {
-  while (*changes == seen) co_await list->wait();
-}
-
 int64_t ms_of(io::Instant t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
@@ -265,8 +258,7 @@ io::Task<absl::Status> RaftNode::persist() {
 }
 
 void RaftNode::changed() {
-  ++changes_;
-  changed_.notify_all();
+  changed_.notify();
   if (listener_ != nullptr) {
     const int32_t leader = role_ == Role::kLeader || role_ == Role::kFollower ? state_.leader_id
                                                                                : kNoNode;
@@ -589,13 +581,13 @@ io::Task<absl::Status> RaftNode::run(io::Listener& listener, net::RequestHandler
 }
 
 io::Task<absl::Status> RaftNode::wait_failure() {
-  while (failure_.ok()) co_await changed_.wait();
+  while (failure_.ok()) co_await changed_.changed_since(changed_.seen());
   co_return failure_;
 }
 
 io::Task<void> RaftNode::timer_loop() {
   while (true) {
-    const uint64_t seen = changes_;
+    const uint64_t seen = changed_.seen();
     io::Instant deadline = io::Instant::max();
     const bool voter = electable();
     switch (role_) {
@@ -636,7 +628,7 @@ io::Task<void> RaftNode::timer_loop() {
       continue;
     }
     if (role_ == Role::kLeader) {
-      co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+      co_await io::with_deadline(ctx_->clock(), deadline, changed_.changed_since(seen));
       if (role_ != Role::kLeader) continue;
       // Check quorum: a leader that a majority has not fetched from within
       // 1.5 fetch timeouts resigns.
@@ -659,9 +651,9 @@ io::Task<void> RaftNode::timer_loop() {
       continue;
     }
     if (deadline == io::Instant::max()) {
-      co_await wait_change(&changed_, &changes_, seen);
+      co_await changed_.changed_since(seen);
     } else {
-      co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+      co_await io::with_deadline(ctx_->clock(), deadline, changed_.changed_since(seen));
     }
   }
 }
@@ -834,9 +826,9 @@ io::Task<void> RaftNode::fetch_loop() {
     if (target == nullptr) {
       if (role_ == Role::kFollower || !is_voter()) {
         co_await io::with_deadline(ctx_->clock(), ctx_->clock().now() + config_.retry_backoff * 5,
-                                   wait_change(&changed_, &changes_, changes_));
+                                   changed_.changed_since(changed_.seen()));
       } else {
-        co_await changed_.wait();
+        co_await changed_.changed_since(changed_.seen());
       }
       continue;
     }
@@ -985,7 +977,7 @@ io::Task<void> RaftNode::deliver_loop() {
       continue;
     }
     if (listener_ == nullptr || delivered_ >= high_watermark_) {
-      co_await changed_.wait();
+      co_await changed_.changed_since(changed_.seen());
       continue;
     }
     auto lock = co_await mu_.lock();
@@ -1028,7 +1020,7 @@ io::Task<void> RaftNode::deliver_loop() {
         // fault; it is tried again rather than waiting for a change.
         co_await ctx_->clock().sleep_for(config_.retry_backoff);
       } else {
-        co_await changed_.wait();
+        co_await changed_.changed_since(changed_.seen());
       }
     }
   }
@@ -1105,7 +1097,7 @@ io::Task<void> RaftNode::flush_appended(uint64_t generation, int64_t end) {
 
 io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, io::Instant deadline) {
   while (true) {
-    const uint64_t seen = changes_;
+    const uint64_t seen = changed_.seen();
     if (!failure_.ok()) co_return failure_;
     // Committed in its epoch (a leader that resigned since still knows).
     if (state_.epoch == epoch && high_watermark_ > offset) co_return absl::OkStatus();
@@ -1116,7 +1108,7 @@ io::Task<absl::Status> RaftNode::wait_committed(int64_t offset, int32_t epoch, i
     }
     if (high_watermark_ > offset) co_return absl::OkStatus();
     if (ctx_->clock().now() >= deadline) co_return absl::DeadlineExceededError("not committed in time");
-    co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+    co_await io::with_deadline(ctx_->clock(), deadline, changed_.changed_since(seen));
   }
 }
 
@@ -1429,7 +1421,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
   const io::Instant deadline = now + std::chrono::milliseconds(std::max(request.max_wait_ms, 0));
   const int64_t hw_seen = high_watermark_;
   while (true) {
-    const uint64_t seen = changes_;
+    const uint64_t seen = changed_.seen();
     absl::StatusOr<storage::ReadResult> read =
         co_await log_->read(p->fetch_offset, max_bytes, storage::ReadBound::kLogEnd, true);
     if (!read.ok()) co_return fail(read.status());
@@ -1444,7 +1436,7 @@ io::Task<absl::StatusOr<io::BufferChain>> RaftNode::on_fetch(const net::RequestF
     }
     // Long poll: wait for an append or a new high watermark.
     lock.release();
-    co_await io::with_deadline(ctx_->clock(), deadline, wait_change(&changed_, &changes_, seen));
+    co_await io::with_deadline(ctx_->clock(), deadline, changed_.changed_since(seen));
     lock = co_await mu_.lock();
     if (generation_ != generation || role_ != Role::kLeader) {
       out.error_code = err(net::Error::kNotLeaderOrFollower);

@@ -371,8 +371,7 @@ class RaftNode {
   // Where `leader_id` listens as this node knows it (for NodeEndpoints).
   std::optional<io::Address> leader_endpoint(int32_t leader_id) const;
   int32_t update_sent_epoch_ = -1;  // the epoch this voter sent UpdateRaftVoter in
-  io::WaitList changed_;               // any state, HW or log change
-  uint64_t changes_ = 0;               // counts changed() calls
+  io::ChangeCount changed_;            // any state, HW or log change (changed())
   RaftListener* listener_ = nullptr;
   RaftProbe* probe_ = nullptr;
   int64_t delivered_ = 0;  // next offset for the listener

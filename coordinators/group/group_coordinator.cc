@@ -461,7 +461,7 @@ net::JoinGroupResponse GroupCoordinator::join_response(const Group& g, const Mem
   return r;
 }
 
-void GroupCoordinator::wake_timers() { timer_wake_.set(); }
+void GroupCoordinator::wake_timers() { timer_wake_.notify(); }
 
 // --- the rebalance state machine ------------------------------------------------------
 
@@ -1872,7 +1872,7 @@ io::Task<void> GroupCoordinator::run() {
   } unset{&scope_};
   next_expiry_check_ = ctx_->clock().now() + config_.offsets_retention_check_interval;
   while (true) {
-    timer_wake_.reset();
+    const uint64_t seen = timer_wake_.seen();
     on_timers();
     io::Instant now = ctx_->clock().now();
     if (now >= next_expiry_check_) {
@@ -1900,8 +1900,7 @@ io::Task<void> GroupCoordinator::run() {
       }
     }
     if (next <= now) continue;
-    auto wait = [](io::Event* e) -> io::Task<void> { co_await e->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), next, wait(&timer_wake_));
+    (void)co_await io::with_deadline(ctx_->clock(), next, timer_wake_.changed_since(seen));
   }
 }
 

@@ -626,10 +626,10 @@ class GroupCoordinator final : public runtime::Coordinator {
   GroupCoordinatorConfig config_;
   runtime::ShardTable shards_;
   std::map<std::string, std::unique_ptr<Group>> groups_;
-  // Set by wake_timers(), reset by run() before it looks at the timers: a
-  // wake that comes while run() is not yet waiting (a fence spawned by the
-  // loop failing at once) is not lost.
-  io::Event timer_wake_;
+  // Counts wake_timers() calls; run() takes seen() before it looks at the
+  // timers, so a wake that comes while it is not yet waiting (a fence
+  // spawned by the loop failing at once) is not lost.
+  io::ChangeCount timer_wake_;
   uint64_t steady_heartbeats_ = 0;
   // Background writes (an emptied group's metadata); set while run() runs.
   io::TaskScope* scope_ = nullptr;

@@ -188,7 +188,7 @@ void TransactionCoordinator::finish_load(int32_t partition, int32_t epoch) {
   for (const auto& [id, t] : txns_) {
     if (t->partition == partition && is_prepared(t->state)) to_complete_.push_back(id);
   }
-  wake_.set();
+  wake_.notify();
 }
 
 void TransactionCoordinator::unload(int32_t partition) {
@@ -744,7 +744,7 @@ io::Task<void> TransactionCoordinator::run() {
   io::Instant next_abort = ctx_->clock().now() + config_.abort_check_interval;
   io::Instant next_expire = ctx_->clock().now() + config_.expire_check_interval;
   while (true) {
-    wake_.reset();
+    const uint64_t seen = wake_.seen();
     for (std::string& id : std::exchange(to_complete_, {})) scope.spawn(complete(std::move(id)));
     const io::Instant now = ctx_->clock().now();
     if (now >= next_abort) {
@@ -755,8 +755,7 @@ io::Task<void> TransactionCoordinator::run() {
       expire_ids();
       next_expire = now + config_.expire_check_interval;
     }
-    auto wait = [](io::Event* e) -> io::Task<void> { co_await e->wait(); };
-    (void)co_await io::with_deadline(ctx_->clock(), std::min(next_abort, next_expire), wait(&wake_));
+    (void)co_await io::with_deadline(ctx_->clock(), std::min(next_abort, next_expire), wake_.changed_since(seen));
   }
 }
 

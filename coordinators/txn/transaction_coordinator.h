@@ -276,9 +276,10 @@ class TransactionCoordinator final : public runtime::Coordinator {
   // Prepared transactions waiting for run() to complete them (found by a
   // load, or prepared before run() started).
   std::vector<std::string> to_complete_;
-  // Set when to_complete_ grows; reset by run() before it takes them (a
-  // load finishing while run() is not yet waiting is not missed).
-  io::Event wake_;
+  // Counts the loads that grew to_complete_; run() takes seen() before it
+  // takes them (a load finishing while run() is not yet waiting is not
+  // missed).
+  io::ChangeCount wake_;
 };
 
 }  // namespace brook::txn
