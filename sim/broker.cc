@@ -31,8 +31,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint16_t kBrokerPort = 9092;
-constexpr uint16_t kControllerPort = 9093;
 constexpr uint64_t kConfigSalt = 0x6272'6f6b'6572'0001ULL;  // "broker"
 constexpr uint64_t kRebalanceSalt = 0x6c65'6164'6572'0001ULL;  // "leader"
 constexpr std::string_view kTopic = "events";
@@ -335,6 +333,18 @@ net::ProduceRequest one_batch_produce(std::optional<std::string> transactional_i
   p.index = partition;
   p.records = std::move(batch);
   return r;
+}
+
+std::vector<Node*> add_server_nodes(World& world, const FaultConfig& faults, io::Random& random, int count,
+                                    std::vector<io::Address>* brokers, std::vector<io::Address>* controllers) {
+  std::vector<Node*> servers;
+  for (int i = 0; i < count; ++i) {
+    Node& server = world.add_node(faults.node_options(random));
+    servers.push_back(&server);
+    brokers->push_back(server.address(kServerBrokerPort));
+    controllers->push_back(server.address(kServerControllerPort));
+  }
+  return servers;
 }
 
 client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers, std::string client_id) {
@@ -726,27 +736,14 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
     config.replication_factor = 3;
     config.min_insync = 2;
   }
-  WorldOptions world_options;
-  world_options.scenario = options.name;
-  world_options.network = config.faults.network;
-  world_options.trace = options.trace;
-  world_options.log_sink = options.log_sink;
-  world_options.log_level = options.log_level;
+  const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   Shared shared(config);  // before the World: dying tasks touch it
   World world(options.seed, world_options);
-  if (options.out != nullptr) {
-    fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name, options.seed,
-               config.describe(), world.buggify().enabled() ? "on" : "off");
-  }
+  print_run_start(options, world, config.describe());
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
-  std::vector<Node*> servers;
-  for (int i = 0; i < config.nodes; ++i) {
-    Node& server = world.add_node(config.faults.node_options(node_random));
-    servers.push_back(&server);
-    shared.brokers.push_back(server.address(kBrokerPort));
-    shared.controllers.push_back(server.address(kControllerPort));
-    shared.running.push_back(nullptr);
-  }
+  const std::vector<Node*> servers =
+      add_server_nodes(world, config.faults, node_random, config.nodes, &shared.brokers, &shared.controllers);
+  shared.running.resize(servers.size());
   Node& client = world.add_node(config.faults.node_options(node_random));
   Shared* s = &shared;
   for (int i = 0; i < config.nodes; ++i) {

@@ -38,6 +38,7 @@
 //   and every follower catches up with its leader.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -53,6 +54,7 @@
 #include "io/task.h"
 #include "sim/faults.h"
 #include "sim/scenario.h"
+#include "sim/world.h"
 
 namespace brook::broker {
 class Broker;
@@ -131,6 +133,16 @@ class GracefulStops {
  private:
   std::deque<bool> requested_;
 };
+
+// A server node's client and controller listener ports.
+inline constexpr uint16_t kServerBrokerPort = 9092;
+inline constexpr uint16_t kServerControllerPort = 9093;
+
+// Adds `count` server nodes to `world` (each node's options drawn from
+// `faults` with `random`) and their listeners to `brokers` and
+// `controllers`.
+std::vector<Node*> add_server_nodes(World& world, const FaultConfig& faults, io::Random& random, int count,
+                                    std::vector<io::Address>* brokers, std::vector<io::Address>* controllers);
 
 // A simulated workload's client settings: these brokers, 3 s requests,
 // 100 ms retry backoff, no topic auto-creation.

@@ -147,17 +147,9 @@ void final_read(World& world, DemoShared& shared, FaultSchedule& faults) {
 
 absl::StatusOr<ScenarioResult> run_demo(const ScenarioOptions& options) {
   const DemoConfig config = DemoConfig::draw(options.seed);
-  WorldOptions world_options;
-  world_options.scenario = "demo";
-  world_options.network = config.faults.network;
-  world_options.trace = options.trace;
-  world_options.log_sink = options.log_sink;
-  world_options.log_level = options.log_level;
+  const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   World world(options.seed, world_options);
-  if (options.out != nullptr) {
-    fmt::print(options.out, "brook sim: scenario=demo seed={}\n{}\nbuggify: {}\n", options.seed,
-               config.describe(), world.buggify().enabled() ? "on" : "off");
-  }
+  print_run_start(options, world, config.describe());
   std::vector<io::Address> addresses;
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
   for (int i = 0; i < config.nodes; ++i) {

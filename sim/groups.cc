@@ -23,8 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint16_t kBrokerPort = 9092;
-constexpr uint16_t kControllerPort = 9093;
 constexpr uint64_t kConfigSalt = 0x6772'6f75'7073'0001ULL;  // "groups"
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kGroup = "workers";
@@ -452,26 +450,13 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   config.consumer_protocol = options.name.starts_with("consumer-groups");
   config.mixed = options.name.starts_with("mixed-groups");
   config.mutant_unfenced_commits = options.name.ends_with("-mutant-fence");
-  WorldOptions world_options;
-  world_options.scenario = options.name;
-  world_options.network = config.faults.network;
-  world_options.trace = options.trace;
-  world_options.log_sink = options.log_sink;
-  world_options.log_level = options.log_level;
+  const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   Shared shared(config);  // before the World: dying tasks touch it
   World world(options.seed, world_options);
-  if (options.out != nullptr) {
-    fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name, options.seed,
-               config.describe(), world.buggify().enabled() ? "on" : "off");
-  }
+  print_run_start(options, world, config.describe());
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
-  std::vector<Node*> servers;
-  for (int i = 0; i < config.nodes; ++i) {
-    Node& server = world.add_node(config.faults.node_options(node_random));
-    servers.push_back(&server);
-    shared.brokers.push_back(server.address(kBrokerPort));
-    shared.controllers.push_back(server.address(kControllerPort));
-  }
+  const std::vector<Node*> servers =
+      add_server_nodes(world, config.faults, node_random, config.nodes, &shared.brokers, &shared.controllers);
   std::vector<Node*> clients;
   for (int i = 0; i < config.members; ++i) clients.push_back(&world.add_node(config.faults.node_options(node_random)));
   Shared* s = &shared;

@@ -1284,21 +1284,13 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     io::Random rebalance(options.seed ^ (kConfigSalt << 4));
     if (rebalance.bernoulli(0.5)) config.leader_rebalance_interval = uniform_duration(rebalance, 500ms, 5s);
   }
-  WorldOptions world_options;
-  world_options.scenario = options.name;
-  world_options.network = config.faults.network;
-  world_options.trace = options.trace;
-  world_options.log_sink = options.log_sink;
-  world_options.log_level = options.log_level;
+  const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   const int nodes = config.voters + config.observers;
   // Declared before the World: node tasks still alive when the World goes
   // touch it as they die.
   KraftShared shared(config, nodes);
   World world(options.seed, world_options);
-  if (options.out != nullptr) {
-    fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name,
-               options.seed, config.describe(), world.buggify().enabled() ? "on" : "off");
-  }
+  print_run_start(options, world, config.describe());
   io::Random node_random(options.seed ^ (kConfigSalt << 1));
   for (int i = 0; i < nodes; ++i) {
     Node& node = world.add_node(config.faults.node_options(node_random));

@@ -40,6 +40,22 @@ std::vector<std::string> scenario_names() {
           "kraft-reconfig-mutant-concurrent"};
 }
 
+WorldOptions scenario_world_options(const ScenarioOptions& options, const NetworkOptions& network) {
+  WorldOptions o;
+  o.scenario = options.name;
+  o.network = network;
+  o.trace = options.trace;
+  o.log_sink = options.log_sink;
+  o.log_level = options.log_level;
+  return o;
+}
+
+void print_run_start(const ScenarioOptions& options, const World& world, const std::string& described) {
+  if (options.out == nullptr) return;
+  fmt::print(options.out, "brook sim: scenario={} seed={}\n{}\nbuggify: {}\n", options.name, options.seed, described,
+             world.buggify().enabled() ? "on" : "off");
+}
+
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
   if (options.name == "broker" || options.name == "broker-mutant-flush" || options.name == "replication" ||

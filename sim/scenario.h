@@ -20,7 +20,9 @@
 #include "absl/status/statusor.h"
 #include "io/log.h"
 #include "io/time.h"
+#include "sim/network.h"
 #include "sim/trace.h"
+#include "sim/world.h"
 
 namespace brook::sim {
 
@@ -35,6 +37,14 @@ struct ScenarioOptions {
   io::LogLevel log_level = io::LogLevel::kInfo;
   std::FILE* out = nullptr;         // the swarm configuration and progress; nullptr: silent
 };
+
+// A scenario's World options: its name (for the replay command), the drawn
+// network faults, and the trace and log settings of `options`.
+WorldOptions scenario_world_options(const ScenarioOptions& options, const NetworkOptions& network);
+
+// Prints a run's first lines to options.out, when set: the scenario, the
+// seed, the drawn configuration (`described`) and whether buggify is on.
+void print_run_start(const ScenarioOptions& options, const World& world, const std::string& described);
 
 struct ScenarioResult {
   bool passed = false;

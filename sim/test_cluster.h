@@ -34,8 +34,8 @@ struct TestCluster {
       : world(seed, options()) {
     for (int i = 0; i < nodes; ++i) {
       servers.push_back(&world.add_node());
-      brokers.push_back(servers.back()->address(9092));
-      controllers.push_back(servers.back()->address(9093));
+      brokers.push_back(servers.back()->address(kServerBrokerPort));
+      controllers.push_back(servers.back()->address(kServerControllerPort));
     }
     client = &world.add_node();
     for (int i = 0; i < nodes; ++i) {

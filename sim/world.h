@@ -280,6 +280,7 @@ class World {
   io::Random& random() { return random_; }
   NetworkFabric& network() { return fabric_; }
   BuggifyState& buggify() { return buggify_; }
+  const BuggifyState& buggify() const { return buggify_; }
 
   uint64_t trace_hash() const { return hash_.value(); }
   uint64_t events_run() const { return events_run_; }
