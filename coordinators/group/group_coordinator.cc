@@ -124,6 +124,19 @@ io::Buffer offset_commit_value(int64_t offset, int32_t leader_epoch, const std::
   return versioned(v, expire_timestamp_ms >= 0 ? 1 : kOffsetCommitValueVersion);
 }
 
+namespace {
+
+// A group's committed offset for one partition, as a record.
+template <typename Entry>
+CoordinatorRecord offset_commit_record(const std::string& group, const std::string& topic, int32_t partition,
+                                       const Entry& e) {
+  return CoordinatorRecord{offset_commit_key(group, topic, partition),
+                           offset_commit_value(e.offset, e.leader_epoch, e.metadata, e.commit_timestamp_ms,
+                                               e.expire_timestamp_ms)};
+}
+
+}  // namespace
+
 io::Buffer group_metadata_key(const std::string& group) {
   net::GroupMetadataKey k;
   k.group = group;
@@ -309,7 +322,14 @@ net::Error GroupCoordinator::check_coordinator(const std::string& group_id) cons
   return shards_.check(partition_for(group_id));
 }
 
-net::Error GroupCoordinator::check_group(const std::string& group_id) const {
+net::Error GroupCoordinator::check_commit(const std::string& topic, int32_t partition,
+                                     const std::string& metadata) const {
+  if (static_cast<int64_t>(metadata.size()) > config_.offset_metadata_max_bytes) return Error::kOffsetMetadataTooLarge;
+  if (!log_->partition_exists(topic, partition)) return Error::kUnknownTopicOrPartition;
+  return Error::kNone;
+}
+
+Error GroupCoordinator::check_group(const std::string& group_id) const {
   return group_id.empty() ? Error::kInvalidGroupId : check_coordinator(group_id);
 }
 
@@ -1080,12 +1100,8 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
       auto& p = t.partitions[pi];
       auto* po = &out.topics[ti].partitions[pi];
       const std::string metadata = p.committed_metadata.value_or("");
-      if (static_cast<int64_t>(metadata.size()) > config_.offset_metadata_max_bytes) {
-        po->error_code = code(Error::kOffsetMetadataTooLarge);
-        continue;
-      }
-      if (!log_->partition_exists(t.name, p.partition_index)) {
-        po->error_code = code(Error::kUnknownTopicOrPartition);
+      if (const Error e = check_commit(t.name, p.partition_index, metadata); e != Error::kNone) {
+        po->error_code = code(e);
         continue;
       }
       OffsetEntry e;
@@ -1097,9 +1113,7 @@ io::Task<net::OffsetCommitResponse> GroupCoordinator::commit_offsets(net::Offset
       if (version >= 2 && version <= 4 && r.retention_time_ms != -1) {
         e.expire_timestamp_ms = r.retention_time_ms > INT64_MAX - now ? INT64_MAX : now + r.retention_time_ms;
       }
-      records.push_back(CoordinatorRecord{offset_commit_key(r.group_id, t.name, p.partition_index),
-                                          offset_commit_value(e.offset, e.leader_epoch, e.metadata,
-                                                              e.commit_timestamp_ms, e.expire_timestamp_ms)});
+      records.push_back(offset_commit_record(r.group_id, t.name, p.partition_index, e));
       pending.push_back(Pending{po, t.name, p.partition_index, std::move(e)});
     }
   }
@@ -1489,12 +1503,8 @@ io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::
       auto& p = t.partitions[pi];
       auto* po = &out.topics[ti].partitions[pi];
       const std::string metadata = p.committed_metadata.value_or("");
-      if (static_cast<int64_t>(metadata.size()) > config_.offset_metadata_max_bytes) {
-        po->error_code = code(Error::kOffsetMetadataTooLarge);
-        continue;
-      }
-      if (!log_->partition_exists(t.name, p.partition_index)) {
-        po->error_code = code(Error::kUnknownTopicOrPartition);
+      if (const Error e = check_commit(t.name, p.partition_index, metadata); e != Error::kNone) {
+        po->error_code = code(e);
         continue;
       }
       OffsetEntry e;
@@ -1502,9 +1512,7 @@ io::Task<net::TxnOffsetCommitResponse> GroupCoordinator::txn_offset_commit(net::
       e.leader_epoch = version >= 2 ? p.committed_leader_epoch : -1;
       e.metadata = metadata;
       e.commit_timestamp_ms = now;
-      records.push_back(CoordinatorRecord{offset_commit_key(r.group_id, t.name, p.partition_index),
-                                          offset_commit_value(e.offset, e.leader_epoch, e.metadata,
-                                                              e.commit_timestamp_ms, e.expire_timestamp_ms)});
+      records.push_back(offset_commit_record(r.group_id, t.name, p.partition_index, e));
       pending.push_back(Pending{po, {t.name, p.partition_index}, std::move(e)});
     }
   }

@@ -185,8 +185,6 @@ int32_t partition_for_group(std::string_view group_id, int32_t partitions);
 
 // __consumer_offsets records in Kafka's formats.
 io::Buffer offset_commit_key(const std::string& group, const std::string& topic, int32_t partition);
-io::Buffer offset_commit_value(int64_t offset, int32_t leader_epoch, const std::string& metadata,
-                               int64_t commit_timestamp_ms);
 io::Buffer group_metadata_key(const std::string& group);
 
 class GroupCoordinator final : public runtime::Coordinator {
@@ -411,6 +409,10 @@ class GroupCoordinator final : public runtime::Coordinator {
   net::Error check_coordinator(const std::string& group_id) const;
   // check_coordinator, and INVALID_GROUP_ID for an empty id.
   net::Error check_group(const std::string& group_id) const;
+  // One partition of an OffsetCommit or TxnOffsetCommit: kNone, or
+  // OFFSET_METADATA_TOO_LARGE past offset.metadata.max.bytes, or
+  // UNKNOWN_TOPIC_OR_PARTITION.
+  net::Error check_commit(const std::string& topic, int32_t partition, const std::string& metadata) const;
   Group* find(const std::string& group_id);
   const Group* find(const std::string& group_id) const;
   Group& create(const std::string& group_id);
