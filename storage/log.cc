@@ -745,6 +745,21 @@ io::Task<absl::Status> Log::truncate_fully_and_start_at(int64_t offset) {
 
 io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
   if (offline()) co_return failure_;
+  // The log has no segment while they are replaced: a flush waits for the
+  // replacement as for another flush, and one under way ends first (it may
+  // be syncing segments that are about to go).
+  while (flushing_) co_await flush_done_.wait();
+  if (offline()) co_return failure_;  // that flush failed
+  flushing_ = true;
+  absl::Status status = co_await replace_segments(offset);
+  flushing_ = false;
+  flush_done_.notify_all();
+  if (!status.ok()) co_return fail(std::move(status));
+  dir_dirty_ = false;
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Log::replace_segments(int64_t offset) {
   recovery_point_ = std::min(recovery_point_, offset);
   absl::Status status = co_await remove_segments_from(segments_.begin());
   if (status.ok()) {
@@ -761,9 +776,7 @@ io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
   if (status.ok()) status = co_await rebuild_producer_state();
   if (status.ok()) status = co_await write_leader_epochs();
   if (status.ok()) status = co_await disk_->sync_dir(dir_);
-  if (!status.ok()) co_return fail(std::move(status));
-  dir_dirty_ = false;
-  co_return absl::OkStatus();
+  co_return status;
 }
 
 io::Task<absl::StatusOr<net::Error>> Log::delete_records_before(int64_t offset) {

@@ -241,6 +241,10 @@ class Log {
                                                        AppendOrigin origin);
   io::Task<absl::Status> truncate_locked(int64_t offset);
   io::Task<absl::Status> truncate_fully_locked(int64_t offset);
+  // truncate_fully_locked's work, with flushes held off: every segment
+  // removed, one empty segment at `offset`, producer state and leader
+  // epochs reset. Does not fail the log.
+  io::Task<absl::Status> replace_segments(int64_t offset);
   // Rebuilds producer state from the newest usable snapshot and the log;
   // the transaction indexes of segments from txn_rebuild_from on are
   // rebuilt on the way.

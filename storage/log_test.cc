@@ -512,6 +512,39 @@ TEST_F(LogTest, TransactionsBoundTheStableOffsetAndListAbortedData) {
   EXPECT_EQ(read(*log, 0, 1 << 20, ReadBound::kCommitted).aborted_transactions, expected);
 }
 
+// A flush asked for while a full truncation replaces the segments (a
+// follower's truncation below its log start, while its last append's sync
+// is wanted) waits for the new segment, as for another flush: there is
+// none to sync meanwhile.
+TEST_F(LogTest, AFlushDuringAFullTruncationWaitsForTheNewSegment) {
+  std::unique_ptr<Log> log = open();
+  for (int i = 0; i < 5; ++i) append(*log, {.records = 2});
+  sim::DiskFaults slow;
+  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
+  disk_.set_faults(slow);
+  std::optional<absl::Status> truncated;
+  absl::Status flushed = absl::UnknownError("not run");
+  {
+    io::TaskScope scope(ex_);
+    scope.spawn(io::detail::store_into(log->truncate_fully_and_start_at(100), &truncated));
+    // Once the truncation is under way (its first removal waits for the
+    // disk), the flush of the old log end comes.
+    scope.spawn([](sim::TestClock* clock, Log* log, absl::Status* out) -> io::Task<void> {
+      co_await clock->sleep_for(std::chrono::microseconds(1500));
+      *out = co_await log->flush(10);
+    }(&clock_, log.get(), &flushed));
+    ex_.run();
+  }
+  ASSERT_TRUE(truncated.has_value());
+  EXPECT_TRUE(truncated->ok()) << *truncated;
+  EXPECT_TRUE(flushed.ok()) << flushed;
+  EXPECT_EQ(log->log_start_offset(), 100);
+  EXPECT_EQ(log->log_end_offset(), 100);
+  EXPECT_GE(log->recovery_point(), 100);
+  disk_.set_faults({});
+  EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
+}
+
 TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   std::unique_ptr<Log> log = open();
   auto append_at_epoch = [&](int32_t epoch) {
