@@ -545,6 +545,39 @@ TEST_F(LogTest, AFlushDuringAFullTruncationWaitsForTheNewSegment) {
   EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
 }
 
+// A full truncation that comes while a flush syncs segment after segment
+// waits for the flush to end before it removes (and closes) them: a sync
+// of a removed segment would fail and take the log offline.
+TEST_F(LogTest, AFullTruncationWaitsForAFlushUnderWay) {
+  config_.segment_bytes = 1024;
+  std::unique_ptr<Log> log = open();
+  for (int i = 0; i < 10; ++i) append(*log, {.records = 2, .value_bytes = 200});
+  const int64_t end = log->log_end_offset();
+  sim::DiskFaults slow;
+  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
+  disk_.set_faults(slow);
+  absl::Status flushed = absl::UnknownError("not run");
+  std::optional<absl::Status> truncated;
+  {
+    io::TaskScope scope(ex_);
+    scope.spawn([](Log* log, int64_t end, absl::Status* out) -> io::Task<void> {
+      *out = co_await log->flush(end);
+    }(log.get(), end, &flushed));
+    // While the flush is at its first segments, the truncation comes.
+    scope.spawn([](sim::TestClock* clock, Log* log, std::optional<absl::Status>* out) -> io::Task<void> {
+      co_await clock->sleep_for(std::chrono::microseconds(500));
+      *out = co_await log->truncate_fully_and_start_at(100);
+    }(&clock_, log.get(), &truncated));
+    ex_.run();
+  }
+  EXPECT_TRUE(flushed.ok()) << flushed;
+  ASSERT_TRUE(truncated.has_value());
+  EXPECT_TRUE(truncated->ok()) << *truncated;
+  EXPECT_FALSE(log->offline());
+  disk_.set_faults({});
+  EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
+}
+
 TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   std::unique_ptr<Log> log = open();
   auto append_at_epoch = [&](int32_t epoch) {
