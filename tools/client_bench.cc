@@ -15,7 +15,8 @@
 // MS (1) --batch-bytes B (1048576) --rate-seconds S (10) --rate-timeline
 // (the rate phase's p99 and maximum per 100 ms) --topic NAME (a fresh one)
 // --consume-only (only the consume phase, over the whole of an existing
-// --topic of --partitions partitions). --broker-pid may be given once per broker: the peak line
+// --topic of --partitions partitions) --consumers N (the consume phase with
+// N consumers, partitions split among them; 1). --broker-pid may be given once per broker: the peak line
 // prints MB produced per CPU-second of one broker (their mean) and of all
 // of them together.
 //
@@ -72,6 +73,7 @@ struct Options {
   int rate_seconds = 10;
   bool rate_timeline = false;
   bool consume_only = false;
+  int consumers = 1;
   std::string topic;
 };
 
@@ -304,64 +306,85 @@ void run_kafka(const Options& o, const std::string& bootstrap) {
 }
 
 // Consumes the whole topic from the start: `total` messages, or (total < 0)
-// until every partition reports its end.
+// until every partition reports its end. With --consumers N, N librdkafka
+// consumers (each its own connection and thread, as N group members would
+// be) split the partitions round-robin; the figure is their sum.
 void run_consume(const Options& o, const std::string& bootstrap, long total) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  set(conf, "bootstrap.servers", bootstrap);
-  set(conf, "group.id", "brook-client-bench");
-  set(conf, "enable.auto.commit", "false");
-  set(conf, "enable.partition.eof", "true");
-  // The fetch sizes are librdkafka's (and Kafka's) defaults, as the perf
-  // tools run them: fetch.max.bytes 50 MiB, max.partition.fetch.bytes
-  // 1 MiB. (Larger partition fetches make librdkafka, not the broker, the
-  // bottleneck: its queue fills and it backs off.)
-  char err[512];
-  rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
-  if (consumer == nullptr) die(err);
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(o.partitions);
-  for (int p = 0; p < o.partitions; ++p) {
-    rd_kafka_topic_partition_list_add(parts, o.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  }
-  rd_kafka_assign(consumer, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
-  long got = 0;
-  size_t bytes = 0;
+  std::atomic<long> got{0};
+  std::atomic<size_t> bytes{0};
   const auto t0 = Clock::now();
-  auto last = Clock::now();
-  // Until every partition reports its end (librdkafka's mock cluster keeps
-  // only the newest few MB of each partition, so it ends early).
-  std::vector<bool> at_end(static_cast<size_t>(o.partitions), false);
-  int ended = 0;
-  // Messages are taken from the consumer queue in batches, which costs
-  // librdkafka less per message than one poll each.
-  rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(consumer);
-  std::vector<rd_kafka_message_t*> batch(10000);
-  while ((total < 0 || got < total) && ended < o.partitions && seconds_since(last) < 20) {
-    const ssize_t n = rd_kafka_consume_batch_queue(queue, 100, batch.data(), batch.size());
-    for (ssize_t i = 0; i < n; ++i) {
-      rd_kafka_message_t* m = batch[static_cast<size_t>(i)];
-      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        ++got;
-        bytes += m->len;
-        last = Clock::now();
-      } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && m->partition >= 0 &&
-                 m->partition < o.partitions && !at_end[static_cast<size_t>(m->partition)]) {
-        at_end[static_cast<size_t>(m->partition)] = true;
-        ++ended;
-      }
-      rd_kafka_message_destroy(m);
+  // When each consumer had read its share (before it closes).
+  std::vector<Clock::time_point> done(static_cast<size_t>(o.consumers), t0);
+  auto consume = [&](int index) {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    set(conf, "bootstrap.servers", bootstrap);
+    set(conf, "group.id", "brook-client-bench");
+    set(conf, "enable.auto.commit", "false");
+    set(conf, "enable.partition.eof", "true");
+    // The fetch sizes are librdkafka's (and Kafka's) defaults, as the perf
+    // tools run them: fetch.max.bytes 50 MiB, max.partition.fetch.bytes
+    // 1 MiB. (Larger partition fetches make librdkafka, not the broker, the
+    // bottleneck: its queue fills and it backs off.)
+    char err[512];
+    rd_kafka_t* consumer = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    if (consumer == nullptr) die(err);
+    rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(o.partitions);
+    int mine = 0;
+    for (int p = index; p < o.partitions; p += o.consumers) {
+      rd_kafka_topic_partition_list_add(parts, o.topic.c_str(), p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+      ++mine;
     }
-  }
-  rd_kafka_queue_destroy(queue);
-  const double consume_s = seconds_since(t0);
-  if (total < 0) total = got;
-  std::printf("consume: messages=%ld of %ld MB=%.1f seconds=%.2f MB/s=%.1f msgs/s=%.0f\n", got, total,
-              static_cast<double>(bytes) / 1e6, consume_s, static_cast<double>(bytes) / 1e6 / consume_s,
-              static_cast<double>(got) / consume_s);
+    rd_kafka_assign(consumer, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
+    auto last = Clock::now();
+    // Until each partition reports its end (librdkafka's mock cluster keeps
+    // only the newest few MB of each partition, so it ends early).
+    std::vector<bool> at_end(static_cast<size_t>(o.partitions), false);
+    int ended = 0;
+    // Messages are taken from the consumer queue in batches, which costs
+    // librdkafka less per message than one poll each.
+    rd_kafka_queue_t* queue = rd_kafka_queue_get_consumer(consumer);
+    std::vector<rd_kafka_message_t*> batch(10000);
+    while ((total < 0 || got.load(std::memory_order_relaxed) < total) && ended < mine &&
+           seconds_since(last) < 20) {
+      const ssize_t n = rd_kafka_consume_batch_queue(queue, 100, batch.data(), batch.size());
+      long n_got = 0;
+      size_t n_bytes = 0;
+      for (ssize_t i = 0; i < n; ++i) {
+        rd_kafka_message_t* m = batch[static_cast<size_t>(i)];
+        if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          ++n_got;
+          n_bytes += m->len;
+        } else if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF && m->partition >= 0 &&
+                   m->partition < o.partitions && !at_end[static_cast<size_t>(m->partition)]) {
+          at_end[static_cast<size_t>(m->partition)] = true;
+          ++ended;
+        }
+        rd_kafka_message_destroy(m);
+      }
+      if (n_got > 0) {
+        got.fetch_add(n_got, std::memory_order_relaxed);
+        bytes.fetch_add(n_bytes, std::memory_order_relaxed);
+        last = Clock::now();
+      }
+    }
+    done[static_cast<size_t>(index)] = Clock::now();
+    rd_kafka_queue_destroy(queue);
+    rd_kafka_consumer_close(consumer);
+    rd_kafka_destroy(consumer);
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < o.consumers; ++i) threads.emplace_back(consume, i);
+  consume(0);
+  for (std::thread& t : threads) t.join();
+  const double consume_s = std::chrono::duration<double>(*std::max_element(done.begin(), done.end()) - t0).count();
+  const long n = got.load();
+  const double mb = static_cast<double>(bytes.load()) / 1e6;
+  if (total < 0) total = n;
+  std::printf("consume: consumers=%d messages=%ld of %ld MB=%.1f seconds=%.2f MB/s=%.1f msgs/s=%.0f\n",
+              o.consumers, n, total, mb, consume_s, mb / consume_s, static_cast<double>(n) / consume_s);
   std::fflush(stdout);
-  rd_kafka_consumer_close(consumer);
-  rd_kafka_destroy(consumer);
-  if (got < total && !o.mock) std::exit(1);
+  if (n < total && !o.mock) std::exit(1);
 }
 
 void run_loopback() {
@@ -439,6 +462,8 @@ int main(int argc, char** argv) {
       o.rate_timeline = true;
     } else if (a == "--consume-only") {
       o.consume_only = true;
+    } else if (a == "--consumers") {
+      o.consumers = std::max(1, std::stoi(value()));
     } else if (a == "--rate-seconds") {
       o.rate_seconds = std::stoi(value());
     } else if (a == "--topic") {
