@@ -637,7 +637,10 @@ io::Task<absl::Status> Log::flush(int64_t offset) {
   flushing_ = true;
   const int64_t target = log_end_offset_;
   absl::Status status;
-  // Copies: a truncation may change the map while a datasync runs.
+  // Copies: retention or compaction may change the map while a datasync
+  // runs. They work on segments below the active one, which the roll that
+  // ended each made durable (not in this list); a truncation, which may
+  // remove any segment, waits for the flush to end.
   std::vector<std::shared_ptr<Segment>> to_sync;
   for (auto& [base, segment] : segments_) {
     if (base >= target && base != active().base_offset()) break;
@@ -714,18 +717,21 @@ io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
     }
     co_return absl::OkStatus();
   }
-  // Lowered first: whatever part of the truncation happens, nothing past
-  // the offset counts as durable any more.
+  if (offset <= segments_.begin()->first) co_return co_await truncate_fully_locked(offset);
+  if (!co_await hold_off_flushes()) co_return failure_;
+  // Lowered first (once a flush under way has ended, which may raise it):
+  // whatever part of the truncation happens, nothing past the offset counts
+  // as durable any more.
   recovery_point_ = std::min(recovery_point_, offset);
-  if (offset <= segments_.begin()->first) {
-    co_return co_await truncate_fully_locked(offset);
-  }
   absl::Status status = co_await remove_segments_from(segments_.upper_bound(offset));
   if (status.ok()) status = co_await disk_->sync_dir(dir_);
+  if (status.ok()) {
+    dir_dirty_ = false;
+    absl::StatusOr<uint64_t> removed = co_await active().truncate_to(offset);
+    if (!removed.ok()) status = removed.status();
+  }
+  release_flushes();
   if (!status.ok()) co_return fail(std::move(status));
-  dir_dirty_ = false;
-  absl::StatusOr<uint64_t> removed = co_await active().truncate_to(offset);
-  if (!removed.ok()) co_return fail(removed.status());
   log_end_offset_ = active().next_offset();
   recovery_point_ = std::min(recovery_point_, log_end_offset_);
   high_watermark_ = std::min(high_watermark_, log_end_offset_);
@@ -737,6 +743,18 @@ io::Task<absl::Status> Log::truncate_locked(int64_t offset) {
   co_return absl::OkStatus();
 }
 
+io::Task<bool> Log::hold_off_flushes() {
+  while (flushing_) co_await flush_done_.wait();
+  if (offline()) co_return false;  // that flush failed
+  flushing_ = true;
+  co_return true;
+}
+
+void Log::release_flushes() {
+  flushing_ = false;
+  flush_done_.notify_all();
+}
+
 io::Task<absl::Status> Log::truncate_fully_and_start_at(int64_t offset) {
   BROOK_ASSERT(offset >= 0);
   auto lock = co_await append_mutex_.lock();
@@ -745,15 +763,9 @@ io::Task<absl::Status> Log::truncate_fully_and_start_at(int64_t offset) {
 
 io::Task<absl::Status> Log::truncate_fully_locked(int64_t offset) {
   if (offline()) co_return failure_;
-  // The log has no segment while they are replaced: a flush waits for the
-  // replacement as for another flush, and one under way ends first (it may
-  // be syncing segments that are about to go).
-  while (flushing_) co_await flush_done_.wait();
-  if (offline()) co_return failure_;  // that flush failed
-  flushing_ = true;
+  if (!co_await hold_off_flushes()) co_return failure_;
   absl::Status status = co_await replace_segments(offset);
-  flushing_ = false;
-  flush_done_.notify_all();
+  release_flushes();
   if (!status.ok()) co_return fail(std::move(status));
   dir_dirty_ = false;
   co_return absl::OkStatus();

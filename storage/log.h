@@ -241,7 +241,14 @@ class Log {
                                                        AppendOrigin origin);
   io::Task<absl::Status> truncate_locked(int64_t offset);
   io::Task<absl::Status> truncate_fully_locked(int64_t offset);
-  // truncate_fully_locked's work, with flushes held off: every segment
+  // A truncation changes the segment map with flushes held off: a flush
+  // under way ends first (it may be syncing segments about to go, or look
+  // for the active segment while there is none), and flushes asked for
+  // meanwhile wait as for another flush. False: the log went offline while
+  // it waited.
+  io::Task<bool> hold_off_flushes();
+  void release_flushes();
+  // A full truncation's work, with flushes held off: every segment
   // removed, one empty segment at `offset`, producer state and leader
   // epochs reset. Does not fail the log.
   io::Task<absl::Status> replace_segments(int64_t offset);

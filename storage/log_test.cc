@@ -578,6 +578,43 @@ TEST_F(LogTest, AFullTruncationWaitsForAFlushUnderWay) {
   EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
 }
 
+// The same for a truncation that keeps the first segments: the segments it
+// removes may be ones the flush is about to sync.
+TEST_F(LogTest, ATruncationWaitsForAFlushUnderWay) {
+  config_.segment_bytes = 1024;
+  std::unique_ptr<Log> log = open();
+  for (int i = 0; i < 10; ++i) append(*log, {.records = 2, .value_bytes = 200});
+  const int64_t end = log->log_end_offset();
+  ASSERT_GT(log->segment_count(), 3u);
+  sim::DiskFaults slow;
+  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
+  disk_.set_faults(slow);
+  absl::Status flushed = absl::UnknownError("not run");
+  std::optional<absl::Status> truncated;
+  {
+    io::TaskScope scope(ex_);
+    scope.spawn([](Log* log, int64_t end, absl::Status* out) -> io::Task<void> {
+      *out = co_await log->flush(end);
+    }(log.get(), end, &flushed));
+    scope.spawn([](sim::TestClock* clock, Log* log, std::optional<absl::Status>* out) -> io::Task<void> {
+      co_await clock->sleep_for(std::chrono::microseconds(500));
+      *out = co_await log->truncate_to(4);
+    }(&clock_, log.get(), &truncated));
+    ex_.run();
+  }
+  EXPECT_TRUE(flushed.ok()) << flushed;
+  ASSERT_TRUE(truncated.has_value());
+  EXPECT_TRUE(truncated->ok()) << *truncated;
+  EXPECT_FALSE(log->offline());
+  EXPECT_EQ(log->log_end_offset(), 4);
+  disk_.set_faults({});
+  EXPECT_EQ(append(*log, {.records = 1}).first_offset, 4);
+  ASSERT_TRUE(run(ex_, log->flush()).ok());
+  disk_.crash();
+  log = open();
+  EXPECT_EQ(log->log_end_offset(), 5);
+}
+
 TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   std::unique_ptr<Log> log = open();
   auto append_at_epoch = [&](int32_t epoch) {
