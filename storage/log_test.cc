@@ -615,6 +615,53 @@ TEST_F(LogTest, ATruncationWaitsForAFlushUnderWay) {
   EXPECT_EQ(log->log_end_offset(), 5);
 }
 
+// A consumer far behind may be reading the oldest segment when retention
+// removes it: the read ends with the bytes it started on (Kafka deletes a
+// segment's files only after file.delete.delay.ms for the same reason), and
+// the log stays online.
+TEST_F(LogTest, AReadOfASegmentRetentionRemovesEnds) {
+  // A sparse index, so that finding a batch near the end of the first
+  // segment scans it in many reads.
+  config_.segment_bytes = 256 * 1024;
+  config_.index_interval_bytes = 1 << 20;
+  std::unique_ptr<Log> log = open();
+  while (log->segment_count() < 3) append(*log, {.records = 2, .value_bytes = 200});
+  const int64_t end = log->log_end_offset();
+  log->set_high_watermark(end);
+  const int64_t second = std::next(log->segments().begin())->first;
+  // retention.bytes that only the first segment is over.
+  LogConfig config = log->config();
+  config.retention_bytes =
+      static_cast<int64_t>(log->size_bytes() - log->segments().begin()->second->size_bytes());
+  log->set_config(config);
+  sim::DiskFaults slow;
+  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
+  disk_.set_faults(slow);
+  absl::StatusOr<ReadResult> read = absl::UnknownError("not run");
+  absl::StatusOr<size_t> deleted = absl::UnknownError("not run");
+  {
+    io::TaskScope scope(ex_);
+    scope.spawn([](Log* log, int64_t offset, absl::StatusOr<ReadResult>* out) -> io::Task<void> {
+      *out = co_await log->read(offset, 1 << 20, ReadBound::kHighWatermark, true);
+    }(log.get(), second - 2, &read));
+    // While the read scans, its segment goes.
+    scope.spawn([](sim::TestClock* clock, Log* log, absl::StatusOr<size_t>* out) -> io::Task<void> {
+      co_await clock->sleep_for(std::chrono::microseconds(500));
+      *out = co_await log->delete_old_segments();
+    }(&clock_, log.get(), &deleted));
+    ex_.run();
+  }
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 1u);
+  EXPECT_EQ(log->log_start_offset(), second);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->error, net::Error::kNone);
+  EXPECT_FALSE(read->records.empty());
+  EXPECT_FALSE(log->offline()) << log->failure();
+  disk_.set_faults({});
+  EXPECT_EQ(append(*log, {.records = 1}).first_offset, end);
+}
+
 TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   std::unique_ptr<Log> log = open();
   auto append_at_epoch = [&](int32_t epoch) {

@@ -650,7 +650,6 @@ io::Task<absl::Status> Segment::persist_indexes() {
 io::Task<absl::Status> Segment::close() { co_return co_await log_->close(); }
 
 io::Task<absl::Status> Segment::remove_files() {
-  (void)co_await log_->close();
   for (std::string_view suffix : {kLogSuffix, kIndexSuffix, kTimeIndexSuffix, kTxnIndexFileSuffix}) {
     absl::Status s = co_await disk_->remove(join_path(dir_, offset_file_name(base_offset_, suffix)));
     if (!s.ok() && s.code() != absl::StatusCode::kNotFound) co_return s;

@@ -229,7 +229,11 @@ class Segment {
   bool indexes_persisted() const { return indexes_persisted_; }
 
   io::Task<absl::Status> close();
-  // Closes and removes the segment's files (the caller syncs the directory).
+  // Removes the segment's files (the caller syncs the directory). The log
+  // file stays open, as an unlinked file stays readable: a read under way
+  // ends with the bytes it started on, and the file closes with the last
+  // holder of the segment (Kafka delays the deletion instead,
+  // file.delete.delay.ms).
   io::Task<absl::Status> remove_files();
 
  private:
