@@ -578,8 +578,9 @@ TEST_F(LogTest, AFullTruncationWaitsForAFlushUnderWay) {
   EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
 }
 
-// The same for a truncation that keeps the first segments: the segments it
-// removes may be ones the flush is about to sync.
+// The same for a truncation that keeps the first segments. (When removing a
+// segment closed its file and such a truncation did not wait, the flush
+// synced a closed segment and took the log offline.)
 TEST_F(LogTest, ATruncationWaitsForAFlushUnderWay) {
   config_.segment_bytes = 1024;
   std::unique_ptr<Log> log = open();
