@@ -116,6 +116,38 @@ class LogTest : public ::testing::Test {
     return all;
   }
 
+  // Every disk operation takes 1 ms from now on.
+  void slow_disk() {
+    sim::DiskFaults slow;
+    slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
+    disk_.set_faults(slow);
+  }
+  struct FlushAndTruncation {
+    absl::Status flushed = absl::UnknownError("not run");
+    std::optional<absl::Status> truncated;
+  };
+  // A flush of everything appended, with every disk operation taking 1 ms,
+  // and 500 us into it (while it syncs its first segments) a truncation to
+  // `offset`: truncate_fully_and_start_at when `fully`, else truncate_to.
+  FlushAndTruncation truncate_during_a_flush(Log& log, int64_t offset, bool fully) {
+    slow_disk();
+    FlushAndTruncation out;
+    {
+      io::TaskScope scope(ex_);
+      scope.spawn([](Log* log, int64_t end, absl::Status* out) -> io::Task<void> {
+        *out = co_await log->flush(end);
+      }(&log, log.log_end_offset(), &out.flushed));
+      scope.spawn([](sim::TestClock* clock, Log* log, int64_t offset, bool fully,
+                     std::optional<absl::Status>* out) -> io::Task<void> {
+        co_await clock->sleep_for(std::chrono::microseconds(500));
+        *out = fully ? co_await log->truncate_fully_and_start_at(offset) : co_await log->truncate_to(offset);
+      }(&clock_, &log, offset, fully, &out.truncated));
+      ex_.run();
+    }
+    disk_.set_faults({});
+    return out;
+  }
+
   sim::TestExecutor ex_;
   sim::SimDisk disk_;
   sim::TestClock clock_;
@@ -519,9 +551,7 @@ TEST_F(LogTest, TransactionsBoundTheStableOffsetAndListAbortedData) {
 TEST_F(LogTest, AFlushDuringAFullTruncationWaitsForTheNewSegment) {
   std::unique_ptr<Log> log = open();
   for (int i = 0; i < 5; ++i) append(*log, {.records = 2});
-  sim::DiskFaults slow;
-  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
-  disk_.set_faults(slow);
+  slow_disk();
   std::optional<absl::Status> truncated;
   absl::Status flushed = absl::UnknownError("not run");
   {
@@ -546,35 +576,18 @@ TEST_F(LogTest, AFlushDuringAFullTruncationWaitsForTheNewSegment) {
 }
 
 // A full truncation that comes while a flush syncs segment after segment
-// waits for the flush to end before it removes (and closes) them: a sync
-// of a removed segment would fail and take the log offline.
+// waits for the flush to end before it removes them: the flush does not
+// sync a segment the truncation has removed (that failed and took the log
+// offline while removing a segment closed its file).
 TEST_F(LogTest, AFullTruncationWaitsForAFlushUnderWay) {
   config_.segment_bytes = 1024;
   std::unique_ptr<Log> log = open();
   for (int i = 0; i < 10; ++i) append(*log, {.records = 2, .value_bytes = 200});
-  const int64_t end = log->log_end_offset();
-  sim::DiskFaults slow;
-  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
-  disk_.set_faults(slow);
-  absl::Status flushed = absl::UnknownError("not run");
-  std::optional<absl::Status> truncated;
-  {
-    io::TaskScope scope(ex_);
-    scope.spawn([](Log* log, int64_t end, absl::Status* out) -> io::Task<void> {
-      *out = co_await log->flush(end);
-    }(log.get(), end, &flushed));
-    // While the flush is at its first segments, the truncation comes.
-    scope.spawn([](sim::TestClock* clock, Log* log, std::optional<absl::Status>* out) -> io::Task<void> {
-      co_await clock->sleep_for(std::chrono::microseconds(500));
-      *out = co_await log->truncate_fully_and_start_at(100);
-    }(&clock_, log.get(), &truncated));
-    ex_.run();
-  }
-  EXPECT_TRUE(flushed.ok()) << flushed;
-  ASSERT_TRUE(truncated.has_value());
-  EXPECT_TRUE(truncated->ok()) << *truncated;
+  const FlushAndTruncation r = truncate_during_a_flush(*log, 100, /*fully=*/true);
+  EXPECT_TRUE(r.flushed.ok()) << r.flushed;
+  ASSERT_TRUE(r.truncated.has_value());
+  EXPECT_TRUE(r.truncated->ok()) << *r.truncated;
   EXPECT_FALSE(log->offline());
-  disk_.set_faults({});
   EXPECT_EQ(append(*log, {.records = 1}).first_offset, 100);
 }
 
@@ -585,30 +598,13 @@ TEST_F(LogTest, ATruncationWaitsForAFlushUnderWay) {
   config_.segment_bytes = 1024;
   std::unique_ptr<Log> log = open();
   for (int i = 0; i < 10; ++i) append(*log, {.records = 2, .value_bytes = 200});
-  const int64_t end = log->log_end_offset();
   ASSERT_GT(log->segment_count(), 3u);
-  sim::DiskFaults slow;
-  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
-  disk_.set_faults(slow);
-  absl::Status flushed = absl::UnknownError("not run");
-  std::optional<absl::Status> truncated;
-  {
-    io::TaskScope scope(ex_);
-    scope.spawn([](Log* log, int64_t end, absl::Status* out) -> io::Task<void> {
-      *out = co_await log->flush(end);
-    }(log.get(), end, &flushed));
-    scope.spawn([](sim::TestClock* clock, Log* log, std::optional<absl::Status>* out) -> io::Task<void> {
-      co_await clock->sleep_for(std::chrono::microseconds(500));
-      *out = co_await log->truncate_to(4);
-    }(&clock_, log.get(), &truncated));
-    ex_.run();
-  }
-  EXPECT_TRUE(flushed.ok()) << flushed;
-  ASSERT_TRUE(truncated.has_value());
-  EXPECT_TRUE(truncated->ok()) << *truncated;
+  const FlushAndTruncation r = truncate_during_a_flush(*log, 4, /*fully=*/false);
+  EXPECT_TRUE(r.flushed.ok()) << r.flushed;
+  ASSERT_TRUE(r.truncated.has_value());
+  EXPECT_TRUE(r.truncated->ok()) << *r.truncated;
   EXPECT_FALSE(log->offline());
   EXPECT_EQ(log->log_end_offset(), 4);
-  disk_.set_faults({});
   EXPECT_EQ(append(*log, {.records = 1}).first_offset, 4);
   ASSERT_TRUE(run(ex_, log->flush()).ok());
   disk_.crash();
@@ -635,9 +631,7 @@ TEST_F(LogTest, AReadOfASegmentRetentionRemovesEnds) {
   config.retention_bytes =
       static_cast<int64_t>(log->size_bytes() - log->segments().begin()->second->size_bytes());
   log->set_config(config);
-  sim::DiskFaults slow;
-  slow.latency_min = slow.latency_max = std::chrono::milliseconds(1);
-  disk_.set_faults(slow);
+  slow_disk();
   absl::StatusOr<ReadResult> read = absl::UnknownError("not run");
   absl::StatusOr<size_t> deleted = absl::UnknownError("not run");
   {
