@@ -360,7 +360,7 @@ io::Task<void> Broker::log_loop() {
       co_await p->log->start_writeback();
       if (find(p->topic, p->index) != p) continue;
       const absl::Status flushed = co_await p->log->maybe_flush_by_time();
-      if (!flushed.ok() && find(p->topic, p->index) == p) log_failed(flushed);
+      if (!flushed.ok()) (void)partition_log_failed(p, flushed);
     }
   }
 }
@@ -374,6 +374,19 @@ void Broker::log_failed(const absl::Status& status) {
   ctx_->log().error("broker: a partition log failed, stopping: {}", status.ToString());
   failure_ = status;
   failed_.set();
+}
+
+net::Error Broker::partition_log_failed(const std::shared_ptr<Partition>& p, const absl::Status& status) {
+  if (find(p->topic, p->index) == p) {
+    log_failed(status);
+    return net::Error::kKafkaStorageError;
+  }
+  ctx_->log().debug("broker: {}-{} was removed under a log operation: {}", p->topic, p->index, status.ToString());
+  const metadata::TopicImage* t = image_.topics().topic(p->topic);
+  if (t == nullptr || t->id != p->topic_id || t->partition(p->index) == nullptr) {
+    return net::Error::kUnknownTopicOrPartition;
+  }
+  return net::Error::kNotLeaderOrFollower;
 }
 
 io::Task<bool> Broker::register_once() {

@@ -362,6 +362,13 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
 
   // An I/O error on a partition's log: the broker stops (see run()).
   void log_failed(const absl::Status& status);
+  // An operation on `p`'s log failed with `status`. While `p` is still this
+  // broker's partition that is log_failed, and the answer is
+  // KAFKA_STORAGE_ERROR. A partition removed meanwhile (its topic deleted,
+  // its replica stopped or replaced) had its log closed under the operation,
+  // which is no disk's fault: the answer is UNKNOWN_TOPIC_OR_PARTITION when
+  // its topic is gone, NOT_LEADER_OR_FOLLOWER otherwise.
+  net::Error partition_log_failed(const std::shared_ptr<Partition>& p, const absl::Status& status);
 
   // --- the group coordinator (groups.cc) ---
   // group::CoordinatorLog: appends to a __consumer_offsets partition led

@@ -175,7 +175,8 @@ io::Task<runtime::BatchAppender::Appended> Broker::CoordinatorPartitions::append
   absl::StatusOr<storage::AppendResult> appended =
       co_await p->log->append_as_leader(std::move(*built), epoch, storage::AppendOrigin::kCoordinator);
   if (!appended.ok()) {
-    broker_->log_failed(appended.status());
+    // A partition removed meanwhile is no longer coordinated here, whatever the error.
+    (void)broker_->partition_log_failed(p, appended.status());
     co_return Appended{Error::kNotCoordinator, -1};
   }
   if (!appended->ok()) co_return Appended{appended->error, -1};

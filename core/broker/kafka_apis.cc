@@ -571,13 +571,13 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         if (h.ok() && h->producer_id >= 0) header = *h;
       }
       const int32_t leader_epoch = p->leader_epoch;
+      const std::shared_ptr<Partition> appended_to = p;
       absl::StatusOr<storage::AppendResult> appended =
           co_await p->log->append_as_leader(std::move(*data.records), leader_epoch);
       // The partition may have gone while the append ran.
       p = find(topic.name, data.index);
       if (!appended.ok()) {
-        log_failed(appended.status());
-        fail(net::Error::kKafkaStorageError);
+        fail(partition_log_failed(appended_to, appended.status()));
         out.error_message = std::string(appended.status().message());
         continue;
       }
@@ -748,12 +748,12 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
         if (from_follower && first_pass) update_follower(p, replica_id, part.fetch_offset);
         const int64_t room = std::max<int64_t>(0, max_bytes - bytes);
         const size_t limit = static_cast<size_t>(std::min<int64_t>(room, std::max(0, part.partition_max_bytes)));
+        const std::shared_ptr<Partition> read_from = p;
         absl::StatusOr<storage::ReadResult> read =
             co_await p->log->read(part.fetch_offset, limit, bound, bytes == 0);
         p = find(name, part.partition);
         if (!read.ok()) {
-          log_failed(read.status());
-          fail(net::Error::kKafkaStorageError);
+          fail(partition_log_failed(read_from, read.status()));
           continue;
         }
         out.high_watermark = read->high_watermark;
@@ -834,8 +834,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_list_offsets(const net::Req
       } else if (part.timestamp >= 0) {
         absl::StatusOr<std::optional<storage::TimestampOffset>> found = co_await log.offset_for_timestamp(part.timestamp);
         if (!found.ok()) {
-          log_failed(found.status());
-          fail(net::Error::kKafkaStorageError);
+          fail(partition_log_failed(p, found.status()));
           continue;
         }
         if (found->has_value() && (*found)->offset < fetchable) {
@@ -943,8 +942,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
       storage::Log* log = p->log.get();
       absl::StatusOr<net::Error> deleted = co_await log->delete_records_before(offset);
       if (!deleted.ok()) {
-        log_failed(deleted.status());
-        out.error_code = net::code(net::Error::kKafkaStorageError);
+        out.error_code = net::code(partition_log_failed(p, deleted.status()));
         continue;
       }
       out.error_code = net::code(*deleted);

@@ -283,17 +283,19 @@ io::Task<void> Broker::fetcher_loop(int32_t leader) {
     // Sync before the next fetch reports the new log ends (kBeforeAck),
     // every partition's log at once.
     std::vector<io::Task<absl::Status>> syncs;
+    std::vector<std::shared_ptr<Partition>> synced_partitions;
     for (const Sent& s : sent) {
       if (find(s.p->topic, s.p->index) != s.p) continue;  // removed meanwhile (its log is closed)
       storage::Log& log = *s.p->log;
       if (log.config().flush_mode == storage::FlushMode::kBeforeAck && log.recovery_point() < log.log_end_offset()) {
         syncs.push_back(log.flush());
+        synced_partitions.push_back(s.p);
       }
     }
     if (!syncs.empty()) {
       std::vector<absl::Status> synced = co_await io::when_all(std::move(syncs));
-      for (const absl::Status& st : synced) {
-        if (!st.ok()) log_failed(st);
+      for (size_t i = 0; i < synced.size(); ++i) {
+        if (!synced[i].ok()) (void)partition_log_failed(synced_partitions[i], synced[i]);
       }
     }
   }
@@ -316,14 +318,14 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
       ctx_->log().info("broker: {}-{}: fetch offset {} below the leader's log start {}: starting there", p->topic,
                        p->index, fetch_offset, data.log_start_offset);
       absl::Status s = co_await log.truncate_fully_and_start_at(data.log_start_offset);
-      if (!s.ok()) log_failed(s);
+      if (!s.ok()) (void)partition_log_failed(p, s);
       co_return s.ok();
     }
     if (data.high_watermark >= 0 && data.high_watermark < fetch_offset) {
       ctx_->log().warn("broker: {}-{}: fetch offset {} past the leader's log: truncating to its high watermark {}",
                        p->topic, p->index, fetch_offset, data.high_watermark);
       absl::Status s = co_await log.truncate_to(std::max(data.high_watermark, log.log_start_offset()));
-      if (!s.ok()) log_failed(s);
+      if (!s.ok()) (void)partition_log_failed(p, s);
       co_return s.ok();
     }
     co_return false;
@@ -349,7 +351,7 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
     const int32_t epoch_before = log.leader_epochs().latest_epoch().value_or(-1);
     absl::Status s = co_await log.truncate_to(std::max<int64_t>(to, 0));
     if (!s.ok()) {
-      log_failed(s);
+      (void)partition_log_failed(p, s);
       co_return false;
     }
     // Nothing moved: fetching again at once would get the same answer.
@@ -360,7 +362,7 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
     absl::StatusOr<storage::AppendResult> appended =
         co_await log.append_as_follower(std::move(*data.records), /*sync=*/false);
     if (!appended.ok()) {
-      log_failed(appended.status());
+      (void)partition_log_failed(p, appended.status());
       co_return false;
     }
     if (!appended->ok()) {
@@ -374,7 +376,7 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
   if (data.log_start_offset > log.log_start_offset() && data.log_start_offset <= log.high_watermark()) {
     absl::StatusOr<net::Error> moved = co_await log.delete_records_before(data.log_start_offset);
     if (!moved.ok()) {
-      log_failed(moved.status());
+      (void)partition_log_failed(p, moved.status());
       co_return false;
     }
   }

@@ -162,10 +162,7 @@ io::Task<Error> Broker::append_marker(std::string topic, int32_t index, int64_t 
   const int32_t leader_epoch = p->leader_epoch;
   absl::StatusOr<storage::AppendResult> appended = co_await p->log->append_as_leader(
       net::build_txn_marker_batch(marker), leader_epoch, storage::AppendOrigin::kCoordinator);
-  if (!appended.ok()) {
-    log_failed(appended.status());
-    co_return Error::kKafkaStorageError;
-  }
+  if (!appended.ok()) co_return partition_log_failed(p, appended.status());
   if (!appended->ok()) co_return appended->error;
   maybe_advance_high_watermark(*p);
   appended_.notify();
