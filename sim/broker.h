@@ -107,7 +107,8 @@ struct ServerNodeOptions {
   // the metadata log's leadership resigned and its log closed; its main
   // then returns and the fault schedule restarts it. A stop whose logs fail
   // to close without a disk fault of this incarnation to explain it is
-  // reported to on_violation.
+  // reported to on_violation, and so is a broker or metadata log that stops
+  // (a failed log) without one, stopping or not.
   bool* stop_requested = nullptr;
   std::function<void(std::string)> on_violation;
 };
@@ -124,7 +125,8 @@ class GracefulStops {
  public:
   explicit GracefulStops(int nodes) : requested_(static_cast<size_t>(nodes), false) {}
   // Lets server node `index` be stopped when `faults` has graceful stops;
-  // a failed stop is reported to `violation`.
+  // a failed stop, or a node failing with no disk fault, is reported to
+  // `violation`.
   void wire(const FaultConfig& faults, int index, ServerNodeOptions& o,
             std::function<void(std::string)> violation);
   // Gives the fault schedule its hook.
