@@ -1,12 +1,17 @@
 // sim/partition_removal_test.cc
 //
-// A topic deleted while a fetch reads its log: the broker closes the log
-// under the read, which then fails. That failure is the deletion's, not the
-// disk's: the fetch is answered with a retriable error and the broker keeps
-// serving. (A failed log stops a broker, so treating it as a disk failure
-// would take a node down for every topic deleted under a consumer.)
+// Partitions removed from a broker, in the simulator.
+// - A topic deleted while a fetch reads its log: the broker closes the log
+//   under the read, which then fails. That failure is the deletion's, not
+//   the disk's: the fetch is answered with a retriable error and the broker
+//   keeps serving. (A failed log stops a broker, so treating it as a disk
+//   failure would take a node down for every topic deleted under a
+//   consumer.)
+// - A topic deleted while one of its replicas' brokers was down: that
+//   broker removes the partition's directory when it comes back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -155,6 +160,50 @@ TEST(PartitionRemoval, AReadOfADeletedTopicsLogIsNoDiskFailure) {
       << fetched.error_code;
   EXPECT_FALSE(stopped);
   EXPECT_EQ(later_produce_error, std::optional<int16_t>(0));
+}
+
+bool has_dir(Node& node, const std::string& dir) {
+  const std::vector<std::string> dirs = node.disk().directories(DiskView::kCurrent);
+  return std::find(dirs.begin(), dirs.end(), dir) != dirs.end();
+}
+
+// Deletes t, retrying until the controller takes it.
+io::Task<void> delete_until_done(io::Context* ctx, client::Cluster* admin) {
+  while (true) {
+    std::vector<std::string> names;
+    names.push_back("t");
+    absl::StatusOr<std::map<std::string, absl::Status>> out = co_await client::delete_topics(*admin, names);
+    if (out.ok() && out->size() == 1 && out->begin()->second.ok()) co_return;
+    co_await ctx->clock().sleep_for(200ms);
+  }
+}
+
+TEST(PartitionRemoval, ABrokerAwayWhileItsTopicWasDeletedRemovesItsDirectory) {
+  TestCluster cluster(9, 3, [](ServerNodeOptions&) {});
+  Node& away = cluster.server(3);
+  enum class Step { kCreating, kCreated, kDeleting, kDeleted } step = Step::kCreating;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(3s);
+    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", 2, 3);
+    step = Step::kCreated;
+    while (step != Step::kDeleting) co_await ctx.clock().sleep_for(100ms);
+    co_await delete_until_done(&ctx, &admin);
+    step = Step::kDeleted;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return step == Step::kCreated && has_dir(away, "t-1"); }, 60s));
+  away.crash();
+  step = Step::kDeleting;
+  ASSERT_TRUE(cluster.world.run_until(
+      [&] { return step == Step::kDeleted && !has_dir(cluster.server(1), "t-0") && !has_dir(cluster.server(1), "t-1"); },
+      60s));
+  ASSERT_TRUE(has_dir(away, "t-0"));
+  ASSERT_TRUE(has_dir(away, "t-1"));
+  away.restart();
+  EXPECT_TRUE(cluster.world.run_until([&] { return !has_dir(away, "t-0") && !has_dir(away, "t-1"); }, 30s))
+      << "the deleted topic's directories are still on the broker that was away";
+  // Nothing else went: the metadata log and the broker's registration.
+  EXPECT_TRUE(has_dir(away, "__cluster_metadata-0"));
 }
 
 }  // namespace

@@ -33,6 +33,18 @@ std::string partition_dir(const std::string& topic, int32_t index) {
   return fmt::format("{}-{}", topic, index);
 }
 
+// The (topic, index) a directory name written by partition_dir stands for;
+// nullopt for any other name.
+std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) return std::nullopt;
+  int32_t index = 0;
+  const char* end = name.data() + name.size();
+  auto [p, ec] = std::from_chars(name.data() + dash + 1, end, index);
+  if (ec != std::errc() || p != end || index < 0) return std::nullopt;
+  return std::pair<std::string, int32_t>(std::string(name.substr(0, dash)), index);
+}
+
 std::optional<int64_t> parse_long(std::string_view text) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -238,6 +250,35 @@ io::Task<absl::Status> Broker::apply_image() {
   sync_coordinator();
   sync_txn_coordinator();
   appended_.notify();
+  // Once the image holds this broker's own registration, it holds every
+  // change made before the broker came back.
+  const metadata::BrokerRegistration* self = image.cluster().broker(config_.node_id);
+  if (!strays_removed_ && self != nullptr && broker_epoch_ >= 0 && self->epoch == broker_epoch_) {
+    CO_RETURN_IF_ERROR(co_await remove_stray_partitions(image));
+    strays_removed_ = true;
+  }
+  co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Broker::remove_stray_partitions(const metadata::MetadataImage& image) {
+  CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await ctx_->disk().list(""));
+  for (const std::string& name : names) {
+    const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(name);
+    if (!key.has_value() || partitions_.contains(*key)) continue;
+    // Only a directory this broker made for a partition has the file; the
+    // metadata log's, or anything else, is left alone.
+    absl::StatusOr<std::optional<net::Uuid>> stored = co_await storage::read_partition_metadata(
+        ctx_->disk(), name + "/" + std::string(storage::kPartitionMetadataFileName));
+    if (!stored.ok() || !stored->has_value()) continue;
+    const metadata::TopicImage* t = image.topics().topic(**stored);
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->second);
+    const bool ours = reg != nullptr && t->name == key->first &&
+                      std::find(reg->replicas.begin(), reg->replicas.end(), config_.node_id) != reg->replicas.end();
+    if (ours) continue;  // opened by the next apply
+    ctx_->log().info("broker: removing {}: topic id {} {}", name, (*stored)->to_string(),
+                     t == nullptr ? "was deleted while this broker was away" : "has no replica here");
+    CO_RETURN_IF_ERROR(co_await remove_dir(name));
+  }
   co_return absl::OkStatus();
 }
 
@@ -289,6 +330,10 @@ io::Task<absl::Status> Broker::remove_dir(std::string dir) {
     if (absl::IsNotFound(names.status())) co_return absl::OkStatus();
     co_return names.status();
   }
+  // The partition metadata file last: a directory that still has it after
+  // a crash is found again by remove_stray_partitions.
+  std::stable_partition(names->begin(), names->end(),
+                        [](const std::string& n) { return n != storage::kPartitionMetadataFileName; });
   for (const std::string& name : *names) {
     CO_RETURN_IF_ERROR(co_await ctx_->disk().remove(dir + "/" + name));
   }

@@ -317,6 +317,11 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Task<absl::Status> open_partition(const metadata::TopicImage& topic, int32_t index);
   io::Task<absl::Status> remove_partition(PartitionKey key);
   io::Task<absl::Status> remove_dir(std::string dir);
+  // Partition directories with no partition here in `image` (their topic
+  // deleted, or their replica moved, while this broker was away), as
+  // Kafka removes stray replicas: removed once, when the image first holds
+  // this broker's registration.
+  io::Task<absl::Status> remove_stray_partitions(const metadata::MetadataImage& image);
   storage::LogConfig log_config_for(const std::string& topic) const;
   int32_t min_insync_for(const std::string& topic) const;
   // Waits (up to `timeout`) until the image holds `topic` with a leader for
@@ -538,6 +543,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // Partitions by (topic, index).
   std::map<PartitionKey, std::shared_ptr<Partition>> partitions_;
   io::Mutex apply_mu_;
+  bool strays_removed_ = false;
   // Counts every append and high watermark move (long-polling fetches,
   // acks=all produces): a waiter takes seen() before it reads.
   io::ChangeCount appended_;
