@@ -166,8 +166,9 @@ int run_sweep(const SimArgs& args) {
       fmt::print("seed {}: pass trace-hash={:016x}\n", seed, result->trace_hash);
     } else {
       ++failed;
-      fmt::print("seed {}: FAIL {}\n  replay: {}\n", seed,
-                 result->failures.empty() ? "" : result->failures.front(), result->replay_command);
+      fmt::print("seed {}: FAIL {}\n", seed, result->failures.empty() ? "" : result->failures.front());
+      for (size_t i = 1; i < result->failures.size(); ++i) fmt::print("  also: {}\n", result->failures[i]);
+      fmt::print("  replay: {}\n", result->replay_command);
     }
     std::fflush(stdout);
     if (seed == args.seeds->second || (failed != 0 && args.stop_on_failure)) break;
