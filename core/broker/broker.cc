@@ -168,6 +168,9 @@ io::Task<void> Broker::apply_loop() {
     absl::Status s = co_await apply_image();
     if (!s.ok()) {
       ctx_->log().warn("broker: applying metadata at offset {}: {}", image_end_, s.ToString());
+      // A partition directory whose removal or creation failed may be
+      // left behind: the apply that succeeds next looks for strays again.
+      strays_removed_ = false;
       co_await ctx_->clock().sleep_for(1s);
       image_changed_.set();  // try again
     }
@@ -264,12 +267,26 @@ io::Task<absl::Status> Broker::remove_stray_partitions(const metadata::MetadataI
   CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await ctx_->disk().list(""));
   for (const std::string& name : names) {
     const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(name);
-    if (!key.has_value() || partitions_.contains(*key)) continue;
-    // Only a directory this broker made for a partition has the file; the
-    // metadata log's, or anything else, is left alone.
+    if (!key.has_value() || key->first == raft::kMetadataTopic || partitions_.contains(*key)) continue;
     absl::StatusOr<std::optional<net::Uuid>> stored = co_await storage::read_partition_metadata(
         ctx_->disk(), name + "/" + std::string(storage::kPartitionMetadataFileName));
-    if (!stored.ok() || !stored->has_value()) continue;
+    if (!stored.ok()) continue;
+    if (!stored->has_value()) {
+      // No metadata file: a removal that stopped after it (it goes last)
+      // leaves the directory empty, a creation that stopped before it empty
+      // or with the file's temporary copy. Anything else is not this
+      // broker's and stays.
+      const std::string temporary =
+          std::string(storage::kPartitionMetadataFileName) + std::string(storage::kTempFileSuffix);
+      absl::StatusOr<std::vector<std::string>> inside = co_await ctx_->disk().list(name);
+      if (!inside.ok() ||
+          !std::all_of(inside->begin(), inside->end(), [&](const std::string& n) { return n == temporary; })) {
+        continue;
+      }
+      ctx_->log().info("broker: removing {}: a partition directory left unfinished", name);
+      CO_RETURN_IF_ERROR(co_await remove_dir(name));
+      continue;
+    }
     const metadata::TopicImage* t = image.topics().topic(**stored);
     const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->second);
     const bool ours = reg != nullptr && t->name == key->first &&

@@ -319,8 +319,9 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Task<absl::Status> remove_dir(std::string dir);
   // Partition directories with no partition here in `image` (their topic
   // deleted, or their replica moved, while this broker was away), as
-  // Kafka removes stray replicas: removed once, when the image first holds
-  // this broker's registration.
+  // Kafka removes stray replicas: removed when the image first holds this
+  // broker's registration, and again after an apply failed (a removal or
+  // a creation may have left a directory behind).
   io::Task<absl::Status> remove_stray_partitions(const metadata::MetadataImage& image);
   storage::LogConfig log_config_for(const std::string& topic) const;
   int32_t min_insync_for(const std::string& topic) const;
