@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,6 +34,10 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kConfigSalt = 0x6272'6f6b'6572'0001ULL;  // "broker"
 constexpr uint64_t kRebalanceSalt = 0x6c65'6164'6572'0001ULL;  // "leader"
+constexpr uint64_t kChurnSalt = 0x6368'7572'6e00'0001ULL;      // "churn"
+// Topics the churn workload creates and deletes, by name: churn-0 and churn-1.
+constexpr std::string_view kChurnPrefix = "churn-";
+constexpr int kChurnNames = 2;
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kClusterId = "c2ltdWxhdGVkLWJyb2tlcg";
 constexpr size_t kFailuresMax = 10;
@@ -65,6 +70,10 @@ struct BrokerSimConfig {
   // How often the controllers move leadership back to preferred replicas
   // (auto.leader.rebalance.enable; zero: never).
   io::Duration leader_rebalance_interval{0};
+  // Topic churn: besides the checked topic, topics created, written, read
+  // and deleted over and over (the same names again), a reader on each
+  // while it goes.
+  bool churn = false;
 
   static BrokerSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -85,18 +94,20 @@ struct BrokerSimConfig {
     if (rebalance.uniform(2) == 0) c.leader_rebalance_interval = uniform_duration(rebalance, 2s, 15s);
     io::Random stops(seed ^ kGracefulStopSalt);
     c.faults.draw_graceful_stops(stops);
+    io::Random churn(seed ^ kChurnSalt);
+    c.churn = churn.uniform(2) == 0;
     return c;
   }
   std::string describe() const {
     return fmt::format(
         "broker: nodes={} replication-factor={} min.insync.replicas={} partitions={} writers={} "
         "records-per-send<={} write-interval<={} linger={} batch.size={} compression={} "
-        "max.in.flight={} keyed={} fetch-sessions={} leader-rebalance={}\n{}",
+        "max.in.flight={} keyed={} fetch-sessions={} leader-rebalance={} topic-churn={}\n{}",
         nodes, replication_factor, min_insync, partitions, writers, records_per_batch_max,
         seconds(write_interval_max), seconds(linger), batch_size, codec::compression_name(compression),
         max_in_flight, keyed, fetch_sessions,
         leader_rebalance_interval > io::Duration{0} ? seconds(leader_rebalance_interval) : std::string("off"),
-        faults.describe());
+        churn, faults.describe());
   }
 };
 
@@ -134,6 +145,11 @@ struct Shared {
   uint64_t fetch_session_resets = 0;
   uint64_t fetched_records = 0;
   uint64_t broker_starts = 0;
+  // The churn workload's rounds.
+  uint64_t churn_created = 0;
+  uint64_t churn_deleted = 0;
+  uint64_t churn_records_acked = 0;
+  uint64_t churn_records_read = 0;
   bool final_read_done = false;
   bool replicas_checked = false;
   uint64_t replica_records_compared = 0;
@@ -538,9 +554,121 @@ io::Task<void> reader(io::Context* ctx, Shared* s) {
   }
 }
 
+// Reads a churn topic from its start until `stop`, again and again (as a
+// consumer far behind would, so that reads are under way when the topic
+// goes); errors (the topic going away under it) are expected.
+io::Task<void> churn_reader(io::Context* ctx, Shared* s, std::string topic, int partitions, const bool* stop) {
+  client::ConsumerConfig cc = consumer_config(s, "churn-reader");
+  cc.auto_offset_reset = client::OffsetReset::kEarliest;
+  client::Consumer consumer(*ctx, cc);
+  std::vector<client::TopicPartition> tps;
+  for (int32_t p = 0; p < partitions; ++p) tps.emplace_back(topic, p);
+  consumer.assign(tps);
+  while (!*stop) {
+    absl::StatusOr<std::vector<client::ConsumerRecord>> got = co_await consumer.poll(200ms);
+    if (got.ok()) {
+      s->churn_records_read += got->size();
+      if (ctx->random().uniform(2) == 0) consumer.seek_to_beginning(tps);
+    } else {
+      co_await ctx->clock().sleep_for(100ms);
+    }
+  }
+}
+
+// Creates `topic`; false when the controller did not take it within the
+// tries (faults, or the name's last deletion still under way).
+// `sparse`: 1 MiB segments with one index entry each, so that finding a
+// batch scans many headers and a read takes many disk operations.
+io::Task<bool> churn_create(io::Context* ctx, client::Cluster* admin, std::string topic, int partitions,
+                            int replication_factor, bool sparse) {
+  for (int tries = 0; tries < 20; ++tries) {
+    client::NewTopic t;
+    t.name = topic;
+    t.partitions = partitions;
+    t.replication_factor = static_cast<int16_t>(replication_factor);
+    if (sparse) {
+      t.configs["segment.bytes"] = "1048576";
+      t.configs["index.interval.bytes"] = "1048576";
+    }
+    std::vector<client::NewTopic> topics;
+    topics.push_back(t);
+    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
+        co_await client::create_topics(*admin, std::move(topics));
+    if (created.ok() && (*created)[topic].status.ok()) co_return true;
+    co_await ctx->clock().sleep_for(200ms);
+  }
+  co_return false;
+}
+
+// Deletes `topic`, retrying until the controller takes it or the workload
+// ends.
+io::Task<bool> churn_delete(io::Context* ctx, Shared* s, client::Cluster* admin, std::string topic) {
+  while (s->writing) {
+    std::vector<std::string> names;
+    names.push_back(topic);
+    absl::StatusOr<std::map<std::string, absl::Status>> out = co_await client::delete_topics(*admin, names);
+    if (out.ok() && out->size() == 1 &&
+        (out->begin()->second.ok() || absl::StrContains(out->begin()->second.message(), "UNKNOWN_TOPIC"))) {
+      co_return true;
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+  co_return false;
+}
+
+// Writes to a churn topic until `stop` (acks=1; failures, the topic gone
+// among them, are expected).
+io::Task<void> churn_writer(io::Context* ctx, Shared* s, std::string topic, int partitions, const bool* stop) {
+  client::ProducerConfig pc;
+  pc.client = client_options(s, "churn-writer");
+  pc.acks = 1;
+  pc.delivery_timeout = 5s;
+  pc.max_block = 2s;
+  client::Producer producer(*ctx, pc);
+  while (!*stop) {
+    client::ProducerRecord record;
+    record.topic = topic;
+    record.partition = static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(partitions)));
+    record.value = io::Buffer::copy_of(std::string(static_cast<size_t>(ctx->random().uniform_range(10, 4000)), 'c'));
+    client::DeliveryCallback done = [s](const absl::StatusOr<client::RecordMetadata>& md) {
+      if (md.ok()) ++s->churn_records_acked;
+    };
+    (void)co_await producer.send(std::move(record), std::move(done));
+    co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 0ms, 20ms));
+  }
+  co_await producer.flush();
+}
+
+// Topic churn: a topic created, then deleted while a writer writes to it
+// and a reader reads it from the start; the names come back. What it checks
+// is done elsewhere: no node fails without a disk fault
+// (server_node_main), and no directory of a deleted topic stays
+// (stray_directories).
+io::Task<void> churner(io::Context* ctx, Shared* s) {
+  client::Cluster admin(*ctx, client_options(s, "churn-admin"));
+  for (uint64_t round = 0; s->writing; ++round) {
+    co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 100ms, 2s));
+    const std::string topic = fmt::format("{}{}", kChurnPrefix, round % kChurnNames);
+    const int partitions = static_cast<int>(ctx->random().uniform_range(1, 3));
+    const bool sparse = ctx->random().uniform(2) == 0;
+    if (!co_await churn_create(ctx, &admin, topic, partitions, s->config.replication_factor, sparse)) continue;
+    ++s->churn_created;
+    bool stop = false;
+    io::TaskScope churning(ctx->executor());
+    churning.spawn(churn_writer(ctx, s, topic, partitions, &stop));
+    churning.spawn(churn_reader(ctx, s, topic, partitions, &stop));
+    co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 200ms, 3s));
+    if (co_await churn_delete(ctx, s, &admin, topic)) ++s->churn_deleted;
+    co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 0ms, 500ms));
+    stop = true;
+    co_await churning.join();
+  }
+}
+
 io::Task<void> client_main(io::Context* ctx, Shared* s) {
   io::TaskScope tasks(ctx->executor());
   for (int i = 0; i < s->config.writers; ++i) tasks.spawn(writer(ctx, s, i));
+  if (s->config.churn) tasks.spawn(churner(ctx, s));
   co_await reader(ctx, s);
 }
 
@@ -729,6 +857,27 @@ io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
   s->replicas_checked = true;
 }
 
+// The churn topics' directories on server node `index` that no partition
+// of that node's broker stands for (a topic deleted, its directory kept).
+std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) {
+  std::vector<std::string> out;
+  const broker::Broker* b = s->running[index];
+  if (b == nullptr) return out;  // down: the other checks say why
+  for (const std::string& dir : node.disk().directories(DiskView::kCurrent)) {
+    if (!dir.starts_with(kChurnPrefix) || dir.find('/') != std::string::npos) continue;
+    const size_t dash = dir.rfind('-');
+    const std::string topic = dir.substr(0, dash);
+    int32_t partition = -1;
+    (void)std::from_chars(dir.data() + dash + 1, dir.data() + dir.size(), partition);
+    const metadata::TopicImage* t = b->image().topics().topic(topic);
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(partition);
+    if (reg == nullptr || std::find(reg->replicas.begin(), reg->replicas.end(), b->node_id()) == reg->replicas.end()) {
+      out.push_back(dir);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
@@ -778,6 +927,24 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
     world.run_until([&] { return shared.replicas_checked; }, 60s);
   }
 
+  // Every node back after the power loss, and the image it holds: no
+  // directory of a churned topic that is gone (or not on this node).
+  if (config.churn) {
+    auto strays = [&] {
+      std::vector<std::string> out;
+      for (size_t i = 0; i < servers.size(); ++i) {
+        for (const std::string& dir : stray_directories(*servers[i], s, i)) {
+          out.push_back(fmt::format("node {} keeps {}", i + 1, dir));
+        }
+      }
+      return out;
+    };
+    world.run_until([&] { return strays().empty(); }, 30s);
+    for (const std::string& stray : strays()) {
+      shared.violation(fmt::format("a directory of a deleted topic stays: {}", stray));
+    }
+  }
+
   ScenarioResult result;
   result.failures = shared.violations;
   if (!live && result.failures.size() < kFailuresMax) {
@@ -800,13 +967,15 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   result.summary = fmt::format(
       "broker: records sent={} acked={} (offset unknown {}) failed={} produce-requests={} retries={} "
       "producer-ids={} fetches={} (incremental {}, session "
-      "resets {}) records-read={} broker-starts={} replica-records-compared={}; "
+      "resets {}) records-read={} broker-starts={} replica-records-compared={} churn: created={} deleted={} "
+      "acked={} read={}; "
       "faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
       "buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
-      shared.broker_starts, shared.replica_records_compared, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
+      shared.broker_starts, shared.replica_records_compared, shared.churn_created, shared.churn_deleted,
+      shared.churn_records_acked, shared.churn_records_read, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
 }

@@ -26,6 +26,11 @@
 // Mutants (broker-mutant-flush, replication-mutant-flush) acknowledge
 // before syncing; the checkers must report a lost record.
 //
+// In half the seeds (both scenarios) topics churn beside the checked one:
+// churn-0 and churn-1 are created again and again (1-2 partitions, half of
+// them with 1 MiB segments indexed once, so reads scan), written to and
+// read from their start while they are deleted.
+//
 // Checkers (the oracle lives outside the nodes):
 // - an offset is never acknowledged twice;
 // - a record read back at an acknowledged offset is the acknowledged one
@@ -35,7 +40,11 @@
 // - no value appears twice in a partition (idempotent retries);
 // - liveness: after the heal a produce is acknowledged;
 // - replication: replicas agree on every offset below the high watermark,
-//   and every follower catches up with its leader.
+//   and every follower catches up with its leader;
+// - a node's broker or metadata log stops only for a disk fault of its
+//   incarnation (server_node_main);
+// - churn: after the final restart no node keeps a directory of a topic
+//   deleted, or of a partition it holds no replica of.
 #pragma once
 
 #include <cstdint>
