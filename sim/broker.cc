@@ -354,6 +354,22 @@ net::ProduceRequest one_batch_produce(std::optional<std::string> transactional_i
   return r;
 }
 
+net::FetchRequest one_partition_fetch(std::string topic, int32_t partition, int64_t offset, int32_t max_bytes,
+                                      int8_t isolation_level) {
+  net::FetchRequest r;
+  r.max_wait_ms = 0;
+  r.min_bytes = 1;
+  r.max_bytes = max_bytes;
+  r.isolation_level = isolation_level;
+  auto& t = r.topics.emplace_back();
+  t.topic = std::move(topic);
+  auto& fp = t.partitions.emplace_back();
+  fp.partition = partition;
+  fp.fetch_offset = offset;
+  fp.partition_max_bytes = max_bytes;
+  return r;
+}
+
 std::vector<Node*> add_server_nodes(World& world, const FaultConfig& faults, io::Random& random, int count,
                                     std::vector<io::Address>* brokers, std::vector<io::Address>* controllers) {
   std::vector<Node*> servers;
@@ -376,23 +392,43 @@ client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers
   return o;
 }
 
-io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
-                                       int partitions, int replication_factor) {
-  while (true) {
-    client::NewTopic t;
-    t.name = topic;
-    t.partitions = partitions;
-    t.replication_factor = static_cast<int16_t>(replication_factor);
-    std::vector<client::NewTopic> topics{t};
+io::Task<bool> create_topic(io::Context* ctx, client::Cluster* cluster, client::NewTopic topic, int tries) {
+  for (int attempt = 0; tries < 0 || attempt < tries; ++attempt) {
+    std::vector<client::NewTopic> topics;
+    topics.push_back(topic);
     absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
         co_await client::create_topics(*cluster, std::move(topics));
     if (created.ok()) {
-      const absl::Status& st = (*created)[topic].status;
-      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) co_return;
-      ctx->log().debug("sim: CreateTopics {}: {}", topic, st.ToString());
+      const absl::Status& st = (*created)[topic.name].status;
+      if (st.ok() || absl::StrContains(st.message(), "TOPIC_ALREADY_EXISTS")) co_return true;
+      ctx->log().debug("sim: CreateTopics {}: {}", topic.name, st.ToString());
     }
     co_await ctx->clock().sleep_for(200ms);
   }
+  co_return false;
+}
+
+io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
+                                       int partitions, int replication_factor) {
+  client::NewTopic t;
+  t.name = std::move(topic);
+  t.partitions = partitions;
+  t.replication_factor = static_cast<int16_t>(replication_factor);
+  (void)co_await create_topic(ctx, cluster, std::move(t), -1);
+}
+
+io::Task<bool> delete_topic(io::Context* ctx, client::Cluster* cluster, std::string topic, const bool* go_on) {
+  while (go_on == nullptr || *go_on) {
+    std::vector<std::string> names;
+    names.push_back(topic);
+    absl::StatusOr<std::map<std::string, absl::Status>> out = co_await client::delete_topics(*cluster, names);
+    if (out.ok() && out->size() == 1 &&
+        (out->begin()->second.ok() || absl::StrContains(out->begin()->second.message(), "UNKNOWN_TOPIC"))) {
+      co_return true;
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+  co_return false;
 }
 
 namespace {
@@ -575,52 +611,6 @@ io::Task<void> churn_reader(io::Context* ctx, Shared* s, std::string topic, int 
   }
 }
 
-// Creates `topic` (or finds it there); false when the controller did not
-// take it within the tries (faults).
-// `sparse`: 1 MiB segments with one index entry each, so that finding a
-// batch scans many headers and a read takes many disk operations.
-io::Task<bool> churn_create(io::Context* ctx, client::Cluster* admin, std::string topic, int partitions,
-                            int replication_factor, bool sparse) {
-  for (int tries = 0; tries < 20; ++tries) {
-    client::NewTopic t;
-    t.name = topic;
-    t.partitions = partitions;
-    t.replication_factor = static_cast<int16_t>(replication_factor);
-    if (sparse) {
-      t.configs["segment.bytes"] = "1048576";
-      t.configs["index.interval.bytes"] = "1048576";
-    }
-    std::vector<client::NewTopic> topics;
-    topics.push_back(t);
-    absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
-        co_await client::create_topics(*admin, std::move(topics));
-    // Already there: created by an attempt whose answer was lost, or left
-    // by a churner before the client node restarted. Churned all the same.
-    if (created.ok() && ((*created)[topic].status.ok() ||
-                         absl::StrContains((*created)[topic].status.message(), "TOPIC_ALREADY_EXISTS"))) {
-      co_return true;
-    }
-    co_await ctx->clock().sleep_for(200ms);
-  }
-  co_return false;
-}
-
-// Deletes `topic`, retrying until the controller takes it or the workload
-// ends.
-io::Task<bool> churn_delete(io::Context* ctx, Shared* s, client::Cluster* admin, std::string topic) {
-  while (s->writing) {
-    std::vector<std::string> names;
-    names.push_back(topic);
-    absl::StatusOr<std::map<std::string, absl::Status>> out = co_await client::delete_topics(*admin, names);
-    if (out.ok() && out->size() == 1 &&
-        (out->begin()->second.ok() || absl::StrContains(out->begin()->second.message(), "UNKNOWN_TOPIC"))) {
-      co_return true;
-    }
-    co_await ctx->clock().sleep_for(200ms);
-  }
-  co_return false;
-}
-
 // Writes to a churn topic until `stop` (acks=1; failures, the topic gone
 // among them, are expected).
 io::Task<void> churn_writer(io::Context* ctx, Shared* s, std::string topic, int partitions, const bool* stop) {
@@ -657,14 +647,26 @@ io::Task<void> churner(io::Context* ctx, Shared* s) {
     const std::string topic = fmt::format("{}{}", kChurnPrefix, round % kChurnNames);
     const int partitions = static_cast<int>(ctx->random().uniform_range(1, 3));
     const bool sparse = ctx->random().uniform(2) == 0;
-    if (!co_await churn_create(ctx, &admin, topic, partitions, s->config.replication_factor, sparse)) continue;
+    client::NewTopic t;
+    t.name = topic;
+    t.partitions = partitions;
+    t.replication_factor = static_cast<int16_t>(s->config.replication_factor);
+    if (sparse) {
+      // 1 MiB segments with one index entry each: finding a batch scans
+      // many headers, and a read takes many disk operations.
+      t.configs["segment.bytes"] = "1048576";
+      t.configs["index.interval.bytes"] = "1048576";
+    }
+    // (Twenty tries; the churn goes on with the next round if the
+    // controller took none of them.)
+    if (!co_await create_topic(ctx, &admin, std::move(t), 20)) continue;
     ++s->churn_created;
     bool stop = false;
     io::TaskScope churning(ctx->executor());
     churning.spawn(churn_writer(ctx, s, topic, partitions, &stop));
     churning.spawn(churn_reader(ctx, s, topic, partitions, &stop));
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 200ms, 3s));
-    if (co_await churn_delete(ctx, s, &admin, topic)) ++s->churn_deleted;
+    if (co_await delete_topic(ctx, &admin, topic, &s->writing)) ++s->churn_deleted;
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 0ms, 500ms));
     stop = true;
     co_await churning.join();
@@ -871,12 +873,10 @@ std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) 
   if (b == nullptr) return out;  // down: the other checks say why
   for (const std::string& dir : node.disk().directories(DiskView::kCurrent)) {
     if (!dir.starts_with(kChurnPrefix) || dir.find('/') != std::string::npos) continue;
-    const size_t dash = dir.rfind('-');
-    const std::string topic = dir.substr(0, dash);
-    int32_t partition = -1;
-    (void)std::from_chars(dir.data() + dash + 1, dir.data() + dir.size(), partition);
-    const metadata::TopicImage* t = b->image().topics().topic(topic);
-    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(partition);
+    const std::optional<std::pair<std::string, int32_t>> key = broker::parse_partition_dir(dir);
+    if (!key.has_value()) continue;
+    const metadata::TopicImage* t = b->image().topics().topic(key->first);
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->second);
     if (reg == nullptr || std::find(reg->replicas.begin(), reg->replicas.end(), b->node_id()) == reg->replicas.end()) {
       out.push_back(dir);
     }

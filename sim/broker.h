@@ -58,7 +58,9 @@
 #include "io/context.h"
 #include "io/network.h"
 #include "io/time.h"
+#include "net/client/admin.h"
 #include "net/client/cluster.h"
+#include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/produce_request.h"
 #include "io/task.h"
 #include "sim/faults.h"
@@ -162,9 +164,20 @@ client::ClientOptions sim_client_options(const std::vector<io::Address>& brokers
 // sends it by hand (to replay it later, or to one broker of its choice).
 net::ProduceRequest one_batch_produce(std::optional<std::string> transactional_id, std::string topic,
                                       int32_t partition, io::Buffer batch, int32_t timeout_ms);
+// A Fetch of one partition from `offset`, answered at once (max_wait_ms 0,
+// min_bytes 1), with `max_bytes` as both its limits.
+net::FetchRequest one_partition_fetch(std::string topic, int32_t partition, int64_t offset, int32_t max_bytes,
+                                      int8_t isolation_level);
+// Creates the topic, retrying every 200 ms; true once it exists (created
+// now, or already there: made by an attempt whose answer was lost), false
+// after `tries` attempts failed (tries < 0: no limit).
+io::Task<bool> create_topic(io::Context* ctx, client::Cluster* cluster, client::NewTopic topic, int tries);
 // Creates the topic, retrying every 200 ms until it exists.
 io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluster, std::string topic,
                                        int partitions, int replication_factor);
+// Deletes the topic, retrying every 200 ms while `*go_on` holds (nullptr:
+// until done); true once it is gone (deleted now, or unknown already).
+io::Task<bool> delete_topic(io::Context* ctx, client::Cluster* cluster, std::string topic, const bool* go_on);
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options);
 

@@ -9,6 +9,9 @@
 //   consumer.)
 // - A topic deleted while one of its replicas' brokers was down: that
 //   broker removes the partition's directory when it comes back.
+// - A creation or removal cut short leaves a partition's directory empty,
+//   or with only the temporary copy of partition.metadata: the broker
+//   removes it when it comes back, and leaves alone what it does not know.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +20,16 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/broker/broker.h"
+#include "io/disk.h"
+#include "io/status.h"
 #include "io/when.h"
+#include "storage/checkpoint.h"
 #include "storage/log.h"
 #include "net/client/admin.h"
 #include "net/kafka/errors.h"
@@ -29,6 +37,7 @@
 #include "net/kafka/messages/fetch_response.h"
 #include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
+#include "net/kafka/wire.h"
 #include "sim/broker.h"
 #include "sim/disk.h"
 #include "sim/test_cluster.h"
@@ -50,17 +59,7 @@ struct Fetched {
 
 // A fetch of partition 0 of t from `offset`, answered at once.
 io::Task<Fetched> fetch_from(io::Context* ctx, io::Address broker, int64_t offset) {
-  net::FetchRequest r;
-  r.max_wait_ms = 0;
-  r.min_bytes = 1;
-  r.max_bytes = 1 << 20;
-  r.isolation_level = 0;
-  auto& t = r.topics.emplace_back();
-  t.topic = "t";
-  auto& fp = t.partitions.emplace_back();
-  fp.partition = 0;
-  fp.fetch_offset = offset;
-  fp.partition_max_bytes = 1 << 20;
+  net::FetchRequest r = one_partition_fetch("t", 0, offset, 1 << 20, 0);
   net::Peer peer(ctx->network(), ctx->clock(), std::move(broker), "fetcher");
   absl::StatusOr<net::FetchResponse> answer = co_await peer.call<net::FetchResponse>(r, 11, 30s);
   Fetched out;
@@ -167,17 +166,6 @@ bool has_dir(Node& node, const std::string& dir) {
   return std::find(dirs.begin(), dirs.end(), dir) != dirs.end();
 }
 
-// Deletes t, retrying until the controller takes it.
-io::Task<void> delete_until_done(io::Context* ctx, client::Cluster* admin) {
-  while (true) {
-    std::vector<std::string> names;
-    names.push_back("t");
-    absl::StatusOr<std::map<std::string, absl::Status>> out = co_await client::delete_topics(*admin, names);
-    if (out.ok() && out->size() == 1 && out->begin()->second.ok()) co_return;
-    co_await ctx->clock().sleep_for(200ms);
-  }
-}
-
 TEST(PartitionRemoval, ABrokerAwayWhileItsTopicWasDeletedRemovesItsDirectory) {
   TestCluster cluster(9, 3, [](ServerNodeOptions&) {});
   Node& away = cluster.server(3);
@@ -188,7 +176,7 @@ TEST(PartitionRemoval, ABrokerAwayWhileItsTopicWasDeletedRemovesItsDirectory) {
     co_await create_topic_until_done(&ctx, &admin, "t", 2, 3);
     step = Step::kCreated;
     while (step != Step::kDeleting) co_await ctx.clock().sleep_for(100ms);
-    co_await delete_until_done(&ctx, &admin);
+    (void)co_await delete_topic(&ctx, &admin, "t", nullptr);
     step = Step::kDeleted;
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return step == Step::kCreated && has_dir(away, "t-1"); }, 60s));
@@ -204,6 +192,78 @@ TEST(PartitionRemoval, ABrokerAwayWhileItsTopicWasDeletedRemovesItsDirectory) {
       << "the deleted topic's directories are still on the broker that was away";
   // Nothing else went: the metadata log and the broker's registration.
   EXPECT_TRUE(has_dir(away, "__cluster_metadata-0"));
+}
+
+// What a crash leaves in a data directory, and what is not a broker's:
+// - gone-0: empty (a removal that got as far as partition.metadata, which
+//   goes last; or a creation that got no further than the directory);
+// - half-1: only partition.metadata's temporary copy (a creation cut short
+//   before the rename);
+// - old-0: the partition.metadata of a topic id no image holds;
+// - other-0: a partition-like name with a file that is no broker's;
+// - misc: no partition's name.
+io::Task<absl::Status> leave_debris(io::Context* ctx) {
+  io::Disk& disk = ctx->disk();
+  static constexpr std::string_view kDirs[] = {"gone-0", "half-1", "old-0", "other-0", "misc"};
+  for (std::string_view name : kDirs) {
+    std::string dir(name);
+    CO_RETURN_IF_ERROR(co_await disk.make_dir(dir));
+  }
+  const std::string temporary =
+      "half-1/" + std::string(storage::kPartitionMetadataFileName) + std::string(storage::kTempFileSuffix);
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<io::File> half, co_await disk.open(temporary, io::OpenMode::kCreate));
+  io::BufferChain half_text(io::Buffer::copy_of(std::string("version: 0\n")));
+  CO_RETURN_IF_ERROR(co_await half->append(std::move(half_text)));
+  CO_RETURN_IF_ERROR(co_await half->close());
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<io::File> notes, co_await disk.open("other-0/notes.txt", io::OpenMode::kCreate));
+  io::BufferChain notes_text(io::Buffer::copy_of(std::string("kept\n")));
+  CO_RETURN_IF_ERROR(co_await notes->append(std::move(notes_text)));
+  CO_RETURN_IF_ERROR(co_await notes->close());
+  const net::Uuid unknown = net::random_uuid(ctx->random());
+  CO_RETURN_IF_ERROR(co_await storage::write_partition_metadata(
+      disk, "old-0/" + std::string(storage::kPartitionMetadataFileName), unknown));
+  co_return absl::OkStatus();
+}
+
+TEST(PartitionRemoval, DirectoriesLeftByCutShortCreationsAndRemovalsGo) {
+  TestCluster cluster(11, 1, [](ServerNodeOptions&) {});
+  Node& node = cluster.server(1);
+  bool created = false;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    co_await ctx.clock().sleep_for(2s);
+    client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+    co_await create_topic_until_done(&ctx, &admin, "t", 1, 1);
+    created = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return created && has_dir(node, "t-0"); }, 60s));
+  // Let the creation reach the disk before the power goes.
+  cluster.world.run_for(5s);
+  node.crash();
+  absl::Status debris = absl::UnknownError("not run");
+  bool restarted = false;
+  node.start([&](io::Context& ctx) -> io::Task<void> {
+    debris = co_await leave_debris(&ctx);
+    restarted = true;
+    ServerNodeOptions o;
+    o.index = 0;
+    o.brokers = cluster.brokers;
+    o.controllers = cluster.controllers;
+    o.replication_factor = 1;
+    co_await server_node_main(&ctx, o);
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return restarted; }, 10s));
+  ASSERT_TRUE(debris.ok()) << debris;
+  ASSERT_TRUE(has_dir(node, "gone-0") && has_dir(node, "half-1") && has_dir(node, "old-0"));
+  EXPECT_TRUE(cluster.world.run_until(
+      [&] { return !has_dir(node, "gone-0") && !has_dir(node, "half-1") && !has_dir(node, "old-0"); }, 30s))
+      << "directories a cut-short creation or removal left are still there";
+  // Nothing else went: the live topic, the metadata log, what is no
+  // partition's.
+  EXPECT_TRUE(has_dir(node, "t-0"));
+  EXPECT_TRUE(has_dir(node, "__cluster_metadata-0"));
+  EXPECT_TRUE(has_dir(node, "other-0"));
+  EXPECT_TRUE(node.disk().contents(DiskView::kCurrent, "other-0/notes.txt").has_value());
+  EXPECT_TRUE(has_dir(node, "misc"));
 }
 
 }  // namespace

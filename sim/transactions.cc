@@ -605,17 +605,7 @@ io::Task<absl::StatusOr<Visible>> read_committed(client::Cluster* cluster, int32
   // offset the fetch's aborted-transaction list names until its abort marker.
   std::set<int64_t> aborting;
   while (true) {
-    net::FetchRequest r;
-    r.max_wait_ms = 0;
-    r.min_bytes = 1;
-    r.max_bytes = 1 << 20;
-    r.isolation_level = 1;
-    auto& t = r.topics.emplace_back();
-    t.topic = std::string(kTopic);
-    auto& fp = t.partitions.emplace_back();
-    fp.partition = partition;
-    fp.fetch_offset = offset;
-    fp.partition_max_bytes = 1 << 20;
+    net::FetchRequest r = one_partition_fetch(std::string(kTopic), partition, offset, 1 << 20, 1);
     // (An idle connection the broker closed is found closed once.)
     absl::StatusOr<net::FetchResponse> answer = absl::UnavailableError("not sent");
     for (int attempt = 0; attempt < 3 && !answer.ok(); ++attempt) {
@@ -681,15 +671,7 @@ io::Task<absl::StatusOr<Visible>> read_committed(client::Cluster* cluster, int32
   out.settled = out.last_stable == out.high_watermark;
   if (!out.settled) {
     // For the report: the batch that holds the last stable offset back.
-    net::FetchRequest r;
-    r.max_bytes = 1 << 16;
-    r.min_bytes = 1;
-    auto& t = r.topics.emplace_back();
-    t.topic = std::string(kTopic);
-    auto& fp = t.partitions.emplace_back();
-    fp.partition = partition;
-    fp.fetch_offset = out.last_stable;
-    fp.partition_max_bytes = 1 << 16;
+    net::FetchRequest r = one_partition_fetch(std::string(kTopic), partition, out.last_stable, 1 << 16, 0);
     absl::StatusOr<net::FetchResponse> answer = co_await peer->call<net::FetchResponse>(r, 11, kRpcTimeout);
     if (answer.ok() && !answer->responses.empty() && !answer->responses[0].partitions.empty() &&
         answer->responses[0].partitions[0].records.has_value()) {

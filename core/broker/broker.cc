@@ -28,21 +28,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-
 std::string partition_dir(const std::string& topic, int32_t index) {
   return fmt::format("{}-{}", topic, index);
-}
-
-// The (topic, index) a directory name written by partition_dir stands for;
-// nullopt for any other name.
-std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name) {
-  const size_t dash = name.rfind('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) return std::nullopt;
-  int32_t index = 0;
-  const char* end = name.data() + name.size();
-  auto [p, ec] = std::from_chars(name.data() + dash + 1, end, index);
-  if (ec != std::errc() || p != end || index < 0) return std::nullopt;
-  return std::pair<std::string, int32_t>(std::string(name.substr(0, dash)), index);
 }
 
 std::optional<int64_t> parse_long(std::string_view text) {
@@ -53,6 +40,16 @@ std::optional<int64_t> parse_long(std::string_view text) {
 }
 
 }  // namespace
+
+std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) return std::nullopt;
+  int32_t index = 0;
+  const char* end = name.data() + name.size();
+  auto [p, ec] = std::from_chars(name.data() + dash + 1, end, index);
+  if (ec != std::errc() || p != end || index < 0) return std::nullopt;
+  return std::pair<std::string, int32_t>(std::string(name.substr(0, dash)), index);
+}
 
 Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
     : ctx_(&ctx),

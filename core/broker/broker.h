@@ -74,6 +74,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -120,6 +122,10 @@ inline constexpr size_t kMaxRefusedBatches = 4096;
 // which Kafka's controller writes a no-op record, which is what brings a
 // lagging broker's metadata up to date there).
 inline constexpr io::Duration kAlterPartitionRetryBackoff = std::chrono::milliseconds(500);
+
+// The (topic, index) a partition's directory name ("<topic>-<index>")
+// stands for; nullopt for any other name.
+std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name);
 
 struct BrokerConfig {
   int32_t node_id = 1;
