@@ -75,21 +75,28 @@ using namespace std::chrono_literals;
 // with gzip, snappy or lz4 only when the broker lists Produce v0 and sends
 // its batches uncompressed otherwise. A Produce v0-2 request still closes
 // the connection.
+//
+// The admin APIs are served from the versions Kafka 3 served, below Kafka
+// 4's floor (KIP-896): their old versions differ from the new ones only in
+// fields, and clients still in use send them (sarama before 1.41 lists
+// topics with DescribeConfigs v0 whatever broker version it is configured
+// for, creates topics with CreateTopics v0-1 for brokers before 1.0, and
+// sends every ACL request at v0, whose pattern type is always LITERAL).
 constexpr net::ApiSupport kBrokerApis[] = {
     {net::ProduceRequest::kApiKey, 3, 11, 0},
     {net::FetchRequest::kApiKey, 4, 17},
     {net::ListOffsetsRequest::kApiKey, 1, 8},
     {net::MetadataRequest::kApiKey, 0, 12},
-    {net::OffsetForLeaderEpochRequest::kApiKey, 2, 4},
+    {net::OffsetForLeaderEpochRequest::kApiKey, 0, 4},
     {net::ApiVersionsRequest::kApiKey, 0, 4},
-    {net::CreateTopicsRequest::kApiKey, 2, 7},
-    {net::DeleteTopicsRequest::kApiKey, 1, 6},
+    {net::CreateTopicsRequest::kApiKey, 0, 7},
+    {net::DeleteTopicsRequest::kApiKey, 0, 6},
     {net::DeleteRecordsRequest::kApiKey, 0, 2},
     {net::InitProducerIdRequest::kApiKey, 0, 5},
-    {net::CreateAclsRequest::kApiKey, 1, 3},
-    {net::DeleteAclsRequest::kApiKey, 1, 3},
-    {net::DescribeAclsRequest::kApiKey, 1, 3},
-    {net::DescribeConfigsRequest::kApiKey, 1, 4},
+    {net::CreateAclsRequest::kApiKey, 0, 3},
+    {net::DeleteAclsRequest::kApiKey, 0, 3},
+    {net::DescribeAclsRequest::kApiKey, 0, 3},
+    {net::DescribeConfigsRequest::kApiKey, 0, 4},
     {net::AlterConfigsRequest::kApiKey, 0, 2},
     {net::CreatePartitionsRequest::kApiKey, 0, 3},
     {net::ElectLeadersRequest::kApiKey, 0, 2},
@@ -98,7 +105,7 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::DescribeQuorumRequest::kApiKey, 0, 2},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
-    {net::DescribeLogDirsRequest::kApiKey, 1, 4},
+    {net::DescribeLogDirsRequest::kApiKey, 0, 4},
     {net::FindCoordinatorRequest::kApiKey, 0, 4},
     {net::JoinGroupRequest::kApiKey, 0, 9},
     {net::SyncGroupRequest::kApiKey, 0, 5},
