@@ -444,6 +444,34 @@ TEST_F(LogTest, OffsetForTimestamp) {
   EXPECT_FALSE(found->has_value());
 }
 
+// Records without timestamps (-1: what message format 0 carries, and
+// what any producer may send) are indexed by offset only; a batch that
+// crossed index.interval.bytes before any timestamp was seen once stopped
+// the broker (a time index entry for offset -1).
+TEST_F(LogTest, BatchesWithoutTimestampsAreIndexedByOffsetOnly) {
+  config_.segment_bytes = 2048;
+  config_.index_interval_bytes = 100;
+  {
+    std::unique_ptr<Log> log = open();
+    for (int i = 0; i < 60; ++i) append(*log, {.records = 1, .timestamp_ms = net::kNoTimestamp});
+    for (int i = 0; i < 10; ++i) append(*log, {.records = 1, .timestamp_ms = 5000 + i});
+    EXPECT_EQ(read_all(*log, 0).size(), 70u);
+    auto found = run(ex_, log->offset_for_timestamp(0));
+    ASSERT_TRUE(found.ok() && found->has_value()) << found.status();
+    EXPECT_EQ((*found)->offset, 60);
+    ASSERT_GT(log->segments().size(), 2u);
+    ASSERT_TRUE(run(ex_, log->close()).ok());
+  }
+  LogOptions options;
+  options.recovery_point = 70;
+  std::unique_ptr<Log> log = open(options);
+  EXPECT_EQ(log->log_end_offset(), 70);
+  EXPECT_EQ(read_all(*log, 0).size(), 70u);
+  auto found = run(ex_, log->offset_for_timestamp(5003));
+  ASSERT_TRUE(found.ok() && found->has_value()) << found.status();
+  EXPECT_EQ((*found)->offset, 63);
+}
+
 TEST_F(LogTest, FlushBeforeAckMakesEveryAcknowledgedBatchDurable) {
   config_.flush_mode = FlushMode::kBeforeAck;
   std::unique_ptr<Log> log = open();
