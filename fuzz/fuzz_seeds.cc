@@ -25,6 +25,7 @@
 #include "net/codec/endian.h"
 #include "net/kafka/apis.h"
 #include "net/kafka/frame.h"
+#include "net/kafka/message_set.h"
 #include "net/kafka/record_batch.h"
 #include "net/kafka/testing.h"
 
@@ -147,6 +148,29 @@ void write_batch_seeds(SeedWriter& out) {
         {.type = type, .base_offset = 30, .partition_leader_epoch = 2, .producer_id = 1000,
          .producer_epoch = 1, .coordinator_epoch = 5, .timestamp_ms = 1'700'000'000'000});
     out.write("fuzz_record_batch", fmt::format("marker_{}", static_cast<int>(type)), marker);
+  }
+}
+
+void write_message_set_seeds(SeedWriter& out) {
+  std::string plain;
+  net::append_message_set_entry(plain, 0, 0, 0, 0, io::Buffer::copy_of("k0"), io::Buffer::copy_of("v0"));
+  net::append_message_set_entry(plain, 1, 0, 0, 0, std::nullopt, io::Buffer::copy_of("v1"));
+  out.write("fuzz_message_set", "magic0", plain);
+  std::string v1;
+  net::append_message_set_entry(v1, 0, 1, 0, 1'700'000'000'000, io::Buffer::copy_of("k"), std::nullopt);
+  out.write("fuzz_message_set", "magic1", v1);
+  for (codec::Compression c : {codec::Compression::kGzip, codec::Compression::kSnappy, codec::Compression::kLz4}) {
+    std::string inner;
+    for (int i = 0; i < 3; ++i) {
+      net::append_message_set_entry(inner, i, 1, 0, 1'700'000'000'000 + i, io::Buffer::copy_of(fmt::format("k{}", i)),
+                                    io::Buffer::copy_of(fmt::format("value {}", i)));
+    }
+    absl::StatusOr<io::Buffer> compressed = codec::compress(c, io::Buffer::copy_of(inner).span());
+    BROOK_ASSERT(compressed.ok());
+    std::string wrapper;
+    net::append_message_set_entry(wrapper, 2, 1, static_cast<int8_t>(c), 1'700'000'000'002, std::nullopt,
+                                  *compressed);
+    out.write("fuzz_message_set", fmt::format("wrapped_{}", codec::compression_name(c)), wrapper);
   }
 }
 
@@ -361,6 +385,7 @@ int main(int argc, char** argv) {
   brook::fuzz::SeedWriter out{std::filesystem::path(argv[1])};
   brook::fuzz::write_message_seeds(out);
   brook::fuzz::write_batch_seeds(out);
+  brook::fuzz::write_message_set_seeds(out);
   brook::fuzz::write_decompress_seeds(out);
   brook::fuzz::write_log_recovery_seeds(out);
   std::printf("wrote %d seeds to %s\n", out.written(), argv[1]);

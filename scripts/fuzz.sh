@@ -14,7 +14,7 @@ started=$(date +%s)
 seconds="${1:-30}"
 build_dir="${BROOK_FUZZ_BUILD_DIR:-build-fuzz}"
 parallel="${BROOK_FUZZ_PARALLEL:-$(nproc)}"
-all_targets="fuzz_request fuzz_response fuzz_record_batch fuzz_decompress_gzip
+all_targets="fuzz_request fuzz_response fuzz_record_batch fuzz_message_set fuzz_decompress_gzip
   fuzz_decompress_snappy fuzz_decompress_lz4 fuzz_decompress_zstd fuzz_log_recovery"
 # shellcheck disable=SC2206
 targets=(${BROOK_FUZZ_TARGETS:-$all_targets})

@@ -8,7 +8,7 @@ packages=(
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev librapidcheck-dev
   liburing-dev libzstd-dev libbenchmark-dev zlib1g-dev libsnappy-dev liblz4-dev libre2-dev
   kcat python3-confluent-kafka python3-kafka librdkafka-dev
-  golang-go golang-github-shopify-sarama-dev
+  golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev
 )
 
 missing=()

@@ -8,15 +8,22 @@
 // brokers before 0.11 or 1.0.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "net/client/admin.h"
 #include "net/kafka/errors.h"
+#include "net/codec/compression.h"
+#include "net/codec/endian.h"
+#include "net/kafka/message_set.h"
 #include "net/kafka/messages/api_versions_request.h"
 #include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/messages/create_acls_request.h"
@@ -30,8 +37,14 @@
 #include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/describe_log_dirs_request.h"
 #include "net/kafka/messages/describe_log_dirs_response.h"
+#include "net/kafka/messages/fetch_request.h"
+#include "net/kafka/messages/fetch_response.h"
+#include "net/kafka/messages/list_offsets_request.h"
+#include "net/kafka/messages/list_offsets_response.h"
 #include "net/kafka/messages/offset_for_leader_epoch_request.h"
 #include "net/kafka/messages/offset_for_leader_epoch_response.h"
+#include "net/kafka/messages/produce_request.h"
+#include "net/kafka/messages/produce_response.h"
 #include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "sim/broker.h"
@@ -202,6 +215,175 @@ TEST(OldVersions, TheAdminApisAnswerAtTheVersionsKafka3Served) {
   ASSERT_EQ(a.describe_after_delete->results.size(), 1u);
   EXPECT_EQ(a.describe_after_delete->results[0].error_code, net::code(net::Error::kUnknownTopicOrPartition))
       << "the topic deleted with DeleteTopics v0 is still there";
+}
+
+// --- Message sets ---------------------------------------------------------------
+
+std::optional<io::Buffer> bytes(std::string_view s) { return io::Buffer::copy_of(s); }
+
+struct Entry {
+  int64_t offset;
+  int8_t magic;
+  int64_t timestamp;
+  std::string value;
+  bool operator==(const Entry&) const = default;
+};
+
+// The entries of an uncompressed message set, read as an old client does.
+std::vector<Entry> entries_of(const io::Buffer& set) {
+  std::vector<Entry> out;
+  std::span<const std::byte> b = set.span();
+  for (size_t pos = 0; pos + 12 <= b.size();) {
+    Entry e;
+    e.offset = codec::load_be<int64_t>(b, pos);
+    const auto size = static_cast<size_t>(codec::load_be<int32_t>(b, pos + 8));
+    size_t at = pos + 12 + 4;
+    e.magic = static_cast<int8_t>(b[at]);
+    at += 2;
+    e.timestamp = -1;
+    if (e.magic == 1) {
+      e.timestamp = codec::load_be<int64_t>(b, at);
+      at += 8;
+    }
+    const int32_t key = codec::load_be<int32_t>(b, at);
+    at += 4 + static_cast<size_t>(std::max(0, key));
+    const int32_t value = codec::load_be<int32_t>(b, at);
+    at += 4;
+    e.value = std::string(reinterpret_cast<const char*>(b.data() + at), static_cast<size_t>(std::max(0, value)));
+    out.push_back(e);
+    pos += 12 + size;
+  }
+  return out;
+}
+
+struct SetAnswers {
+  std::optional<net::ProduceResponse> produce_v0;
+  std::optional<net::ProduceResponse> produce_v2;
+  std::optional<net::ProduceResponse> produce_corrupt;
+  std::optional<net::FetchResponse> fetch_v0;
+  std::optional<net::FetchResponse> fetch_v3;
+  std::optional<net::ListOffsetsResponse> latest_v0;
+  std::optional<net::ListOffsetsResponse> earliest_v0;
+  std::optional<net::ProduceResponse> produce_no_down;
+  std::optional<net::FetchResponse> fetch_no_down;
+  bool done = false;
+};
+
+net::ListOffsetsRequest list_offsets(int64_t timestamp) {
+  net::ListOffsetsRequest r;
+  r.replica_id = -1;
+  auto& t = r.topics.emplace_back();
+  t.name = "sets";
+  auto& p = t.partitions.emplace_back();
+  p.partition_index = 0;
+  p.timestamp = timestamp;
+  p.max_num_offsets = 1;
+  return r;
+}
+
+io::Task<void> old_producers(io::Context* ctx, io::Address broker, SetAnswers* a) {
+  co_await ctx->clock().sleep_for(2s);
+  std::vector<io::Address> bootstrap;
+  bootstrap.push_back(broker);
+  client::Cluster admin(*ctx, sim_client_options(bootstrap, "admin"));
+  co_await create_topic_until_done(ctx, &admin, "sets", 1, 1);
+  client::NewTopic no_down;
+  no_down.name = "no-down";
+  no_down.partitions = 1;
+  no_down.replication_factor = 1;
+  no_down.configs["message.downconversion.enable"] = "false";
+  if (!co_await create_topic(ctx, &admin, std::move(no_down), 50)) co_return;
+  net::Peer peer(ctx->network(), ctx->clock(), broker, "old-client");
+
+  // Magic 0, uncompressed: offsets 0 and 1.
+  std::string v0_set;
+  net::append_message_set_entry(v0_set, 0, 0, 0, 0, bytes("k0"), bytes("v0"));
+  net::append_message_set_entry(v0_set, 1, 0, 0, 0, bytes("k1"), bytes("v1"));
+  const net::ProduceRequest v0 = one_batch_produce(std::nullopt, "sets", 0, io::Buffer::copy_of(v0_set), 30000);
+  a->produce_v0 = co_await call_at<net::ProduceResponse>(&peer, v0, 0);
+
+  // Magic 1, a gzip wrapper of two: offsets 2 and 3, timestamps 1000, 1001.
+  std::string inner;
+  net::append_message_set_entry(inner, 0, 1, 0, 1000, bytes("k2"), bytes("v2"));
+  net::append_message_set_entry(inner, 1, 1, 0, 1001, bytes("k3"), bytes("v3"));
+  absl::StatusOr<io::Buffer> gzipped =
+      codec::compress(codec::Compression::kGzip, io::Buffer::copy_of(inner).span());
+  if (!gzipped.ok()) co_return;
+  std::string v1_set;
+  net::append_message_set_entry(v1_set, 1, 1, 1, 1001, std::nullopt, *gzipped);
+  const net::ProduceRequest v2 = one_batch_produce(std::nullopt, "sets", 0, io::Buffer::copy_of(v1_set), 30000);
+  a->produce_v2 = co_await call_at<net::ProduceResponse>(&peer, v2, 2);
+
+  std::string corrupt = v1_set;
+  corrupt.back() = static_cast<char>(corrupt.back() ^ 0x10);
+  const net::ProduceRequest bad = one_batch_produce(std::nullopt, "sets", 0, io::Buffer::copy_of(corrupt), 30000);
+  a->produce_corrupt = co_await call_at<net::ProduceResponse>(&peer, bad, 2);
+
+  const net::FetchRequest from0 = one_partition_fetch("sets", 0, 0, 1 << 20, 0);
+  a->fetch_v0 = co_await call_at<net::FetchResponse>(&peer, from0, 0);
+  const net::FetchRequest from1 = one_partition_fetch("sets", 0, 1, 1 << 20, 0);
+  a->fetch_v3 = co_await call_at<net::FetchResponse>(&peer, from1, 3);
+  const net::ListOffsetsRequest latest = list_offsets(-1);
+  a->latest_v0 = co_await call_at<net::ListOffsetsResponse>(&peer, latest, 0);
+  const net::ListOffsetsRequest earliest = list_offsets(-2);
+  a->earliest_v0 = co_await call_at<net::ListOffsetsResponse>(&peer, earliest, 0);
+
+  const net::ProduceRequest to_no_down =
+      one_batch_produce(std::nullopt, "no-down", 0, io::Buffer::copy_of(v0_set), 30000);
+  a->produce_no_down = co_await call_at<net::ProduceResponse>(&peer, to_no_down, 0);
+  const net::FetchRequest no_down_fetch = one_partition_fetch("no-down", 0, 0, 1 << 20, 0);
+  a->fetch_no_down = co_await call_at<net::FetchResponse>(&peer, no_down_fetch, 2);
+  a->done = true;
+}
+
+int16_t produce_error(const std::optional<net::ProduceResponse>& r) {
+  if (!r.has_value() || r->responses.size() != 1 || r->responses[0].partition_responses.size() != 1) return -100;
+  return r->responses[0].partition_responses[0].error_code;
+}
+
+const net::FetchResponse::PartitionData* fetched(const std::optional<net::FetchResponse>& r) {
+  if (!r.has_value() || r->responses.size() != 1 || r->responses[0].partitions.size() != 1) return nullptr;
+  return &r->responses[0].partitions[0];
+}
+
+TEST(OldVersions, MessageSetsAreStoredAsBatchesAndFetchedAsMessageSets) {
+  TestCluster cluster(5, 1, [](ServerNodeOptions&) {});
+  SetAnswers a;
+  cluster.client->start([&](io::Context& ctx) { return old_producers(&ctx, cluster.broker(1), &a); });
+  ASSERT_TRUE(cluster.world.run_until([&] { return a.done; }, 120s));
+
+  EXPECT_EQ(produce_error(a.produce_v0), 0);
+  EXPECT_EQ(a.produce_v0->responses[0].partition_responses[0].base_offset, 0);
+  EXPECT_EQ(produce_error(a.produce_v2), 0);
+  EXPECT_EQ(a.produce_v2->responses[0].partition_responses[0].base_offset, 2);
+  EXPECT_EQ(produce_error(a.produce_corrupt), net::code(net::Error::kCorruptMessage));
+
+  const net::FetchResponse::PartitionData* v0 = fetched(a.fetch_v0);
+  ASSERT_NE(v0, nullptr);
+  EXPECT_EQ(v0->error_code, 0);
+  EXPECT_EQ(v0->high_watermark, 4);
+  ASSERT_TRUE(v0->records.has_value());
+  EXPECT_EQ(entries_of(*v0->records),
+            (std::vector<Entry>{{0, 0, -1, "v0"}, {1, 0, -1, "v1"}, {2, 0, -1, "v2"}, {3, 0, -1, "v3"}}));
+
+  // Fetch v3: magic 1 from the fetch offset on; magic 0's records have no
+  // timestamp.
+  const net::FetchResponse::PartitionData* v3 = fetched(a.fetch_v3);
+  ASSERT_NE(v3, nullptr);
+  EXPECT_EQ(v3->error_code, 0);
+  ASSERT_TRUE(v3->records.has_value());
+  EXPECT_EQ(entries_of(*v3->records),
+            (std::vector<Entry>{{1, 1, -1, "v1"}, {2, 1, 1000, "v2"}, {3, 1, 1001, "v3"}}));
+
+  ASSERT_TRUE(a.latest_v0.has_value() && a.earliest_v0.has_value());
+  EXPECT_EQ(a.latest_v0->topics.at(0).partitions.at(0).old_style_offsets, (std::vector<int64_t>{4}));
+  EXPECT_EQ(a.earliest_v0->topics.at(0).partitions.at(0).old_style_offsets, (std::vector<int64_t>{0}));
+
+  // message.downconversion.enable=false: taken in, not given out.
+  EXPECT_EQ(produce_error(a.produce_no_down), 0);
+  const net::FetchResponse::PartitionData* no_down = fetched(a.fetch_no_down);
+  ASSERT_NE(no_down, nullptr);
+  EXPECT_EQ(no_down->error_code, net::code(net::Error::kUnsupportedVersion));
 }
 
 }  // namespace

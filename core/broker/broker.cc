@@ -101,6 +101,19 @@ std::shared_ptr<Partition> Broker::find(const std::string& topic, int32_t index)
   return it == partitions_.end() ? nullptr : it->second;
 }
 
+bool Broker::downconversion_enabled(const std::string& topic) const {
+  const metadata::ConfigMap* t =
+      image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, topic});
+  if (t != nullptr) {
+    if (auto it = t->find("message.downconversion.enable"); it != t->end()) return it->second != "false";
+  }
+  const metadata::ConfigMap* d = image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
+  if (d != nullptr) {
+    if (auto it = d->find("log.message.downconversion.enable"); it != d->end()) return it->second != "false";
+  }
+  return true;
+}
+
 storage::LogConfig Broker::log_config_for(const std::string& topic) const {
   storage::LogConfig c = config_.log_defaults;
   const metadata::ConfigMap* m =

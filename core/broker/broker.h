@@ -330,6 +330,10 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // a creation may have left a directory behind).
   io::Task<absl::Status> remove_stray_partitions(const metadata::MetadataImage& image);
   storage::LogConfig log_config_for(const std::string& topic) const;
+  // message.downconversion.enable of the topic, else the cluster-wide
+  // dynamic log.message.downconversion.enable, else true: whether Fetch
+  // v0-3 may read the topic.
+  bool downconversion_enabled(const std::string& topic) const;
   int32_t min_insync_for(const std::string& topic) const;
   // Waits (up to `timeout`) until the image holds `topic` with a leader for
   // every partition, or until it is gone when `present` is false.

@@ -15,6 +15,7 @@
 #include "io/status.h"
 #include "io/when.h"
 #include "net/kafka/apis.h"
+#include "net/kafka/message_set.h"
 #include "net/kafka/messages/alter_client_quotas_request.h"
 #include "net/kafka/messages/alter_client_quotas_response.h"
 #include "net/kafka/messages/alter_configs_request.h"
@@ -70,22 +71,20 @@ using namespace std::chrono_literals;
 
 // The client APIs and the versions served (clamped to the schemas').
 //
-// Produce is served from v3 (record batches, magic 2) but advertised from
-// v0, as Apache Kafka 4 does (KAFKA-18659): librdkafka before 2.11 compresses
-// with gzip, snappy or lz4 only when the broker lists Produce v0 and sends
-// its batches uncompressed otherwise. A Produce v0-2 request still closes
-// the connection.
-//
-// The admin APIs are served from the versions Kafka 3 served, below Kafka
-// 4's floor (KIP-896): their old versions differ from the new ones only in
-// fields, and clients still in use send them (sarama before 1.41 lists
-// topics with DescribeConfigs v0 whatever broker version it is configured
-// for, creates topics with CreateTopics v0-1 for brokers before 1.0, and
-// sends every ACL request at v0, whose pattern type is always LITERAL).
+// Every API is served from the version Kafka 3 served, below Kafka 4's
+// floor (KIP-896), because clients still in use send them: sarama before
+// 1.41 lists topics with DescribeConfigs v0 whatever broker version it is
+// configured for, sends every ACL request at v0 (its pattern type always
+// LITERAL), and, configured for a broker before 0.11 (its default before
+// 1.41), produces with Produce v0-2 and fetches with Fetch v0-3, whose
+// records are message sets (message formats 0 and 1): those are converted
+// to record batches on the way in and back on the way out
+// (net/kafka/message_set.h), as Kafka 3 did. (librdkafka before 2.11 also
+// compresses only for a broker that lists Produce v0.)
 constexpr net::ApiSupport kBrokerApis[] = {
-    {net::ProduceRequest::kApiKey, 3, 11, 0},
-    {net::FetchRequest::kApiKey, 4, 17},
-    {net::ListOffsetsRequest::kApiKey, 1, 8},
+    {net::ProduceRequest::kApiKey, 0, 11},
+    {net::FetchRequest::kApiKey, 0, 17},
+    {net::ListOffsetsRequest::kApiKey, 0, 8},
     {net::MetadataRequest::kApiKey, 0, 12},
     {net::OffsetForLeaderEpochRequest::kApiKey, 0, 4},
     {net::ApiVersionsRequest::kApiKey, 0, 4},
@@ -128,6 +127,11 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::ListTransactionsRequest::kApiKey, 0, 1},
     {net::DescribeProducersRequest::kApiKey, 0, 0},
 };
+
+// How large a message set's records may grow when converted (a compressed
+// Produce v0-2 message unpacked, a fetched batch decompressed for Fetch
+// v0-3).
+constexpr size_t kMessageSetMaxBytes = 128 << 20;
 
 constexpr int64_t kListOffsetsLatest = -1;
 constexpr int64_t kListOffsetsEarliest = -2;
@@ -528,6 +532,18 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         fail(net::Error::kInvalidRequiredAcks);
         continue;
       }
+      if (version < 3 && data.records.has_value() && data.records->size() > 0) {
+        // A message set: appended as the one record batch of its records.
+        absl::StatusOr<io::Buffer> batch = net::message_set_to_batch(data.records->span(), kMessageSetMaxBytes);
+        if (!batch.ok()) {
+          ctx_->log().debug("broker: Produce v{} to {}-{}: {}", version, topic.name, data.index,
+                            batch.status().ToString());
+          fail(absl::IsResourceExhausted(batch.status()) ? net::Error::kMessageTooLarge
+                                                         : net::Error::kCorruptMessage);
+          continue;
+        }
+        data.records = *std::move(batch);
+      }
       std::shared_ptr<Partition> p = find(topic.name, data.index);
       const metadata::TopicImage* t = image_.topics().topic(topic.name);
       if (t == nullptr || t->partition(data.index) == nullptr) {
@@ -780,6 +796,23 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
           }
           out.aborted_transactions = std::move(aborted);
         }
+        if (version < 4 && !downconversion_enabled(name)) {
+          fail(net::Error::kUnsupportedVersion);
+          continue;
+        }
+        if (version < 4 && read->records.size() > 0) {
+          // Before record batches: a message set, magic 1 from Fetch v2,
+          // magic 0 before.
+          absl::StatusOr<io::Buffer> set = net::batches_to_message_set(
+              read->records, part.fetch_offset, version >= 2 ? 1 : 0, kMessageSetMaxBytes);
+          if (!set.ok()) {
+            ctx_->log().warn("broker: Fetch v{} of {}-{} at {}: {}", version, name, part.partition,
+                             part.fetch_offset, set.status().ToString());
+            fail(net::Error::kCorruptMessage);
+            continue;
+          }
+          read->records = *std::move(set);
+        }
         bytes += static_cast<int64_t>(read->records.size());
         out.records = std::move(read->records);
       }
@@ -852,9 +885,17 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_list_offsets(const net::Req
         fail(net::Error::kInvalidRequest);
         continue;
       }
+      if (version == 0) {
+        // v0 answers a list of at most max_num_offsets offsets. Kafka's
+        // listed the base offsets of the segments written before the time;
+        // this one lists the offset v1 answers (for a time after every
+        // record, the end of the log), where a consumer starting at that
+        // time begins.
+        if (part.max_num_offsets > 0) out.old_style_offsets.push_back(offset >= 0 ? offset : fetchable);
+        continue;
+      }
       out.offset = offset;
       out.timestamp = timestamp;
-      if (version == 0) out.old_style_offsets.push_back(offset);
       if (offset >= 0) {
         // The epoch of the record before `offset` (of the one at it for a
         // timestamp lookup).

@@ -729,7 +729,8 @@ def connection_checks(server):
     import struct
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
         # ApiVersions v0 lists Produce from v0 (old librdkafka needs it to
-        # compress), served from v3 only: a Produce v2 closes the connection.
+        # compress), and Produce v2 (message sets) is served; a version past
+        # the newest closes the connection.
         s.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))
         size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
         data = s.recv(size, socket.MSG_WAITALL)
@@ -738,7 +739,12 @@ def connection_checks(server):
         check("ApiVersions lists Produce from v0", error == 0 and ranges.get(0, (None,))[0] == 0, f"{ranges.get(0)}")
         body = struct.pack(">hhih", 0, 2, 2, -1) + struct.pack(">hii", 1, 1000, 0)
         s.sendall(struct.pack(">i", len(body)) + body)
-        check("Produce v2 closes the connection", s.recv(1) == b"")
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        (corr,) = struct.unpack_from(">i", s.recv(size, socket.MSG_WAITALL), 0)
+        check("Produce v2 is answered", corr == 2, f"correlation id {corr}")
+        body = struct.pack(">hhih", 0, ranges[0][1] + 1, 3, -1) + struct.pack(">hii", 1, 1000, 0)
+        s.sendall(struct.pack(">i", len(body)) + body)
+        check("a Produce version past the newest closes the connection", s.recv(1) == b"")
 
     def api_versions_v3(name, version):
         body = struct.pack(">hhih", 18, 3, 3, -1) + b"\x00"  # header v2: no client id, no tags
