@@ -567,6 +567,23 @@ def kafka_python_checks(server):
           str(entries)[:300])
     c.close()
     p.close()
+    # Set for old brokers, kafka-python sends message sets: message format 0
+    # (0.9: Produce v1, Fetch v1) and 1 (0.10.1: Produce v2, Fetch v3).
+    for version in [(0, 9), (0, 10, 1)]:
+        topic = "kp-old-" + "-".join(map(str, version))
+        p = KafkaProducer(bootstrap_servers=b, api_version=version, acks="all", compression_type="gzip")
+        for i in range(100):
+            p.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0)
+        p.flush()
+        p.close()
+        c = KafkaConsumer(bootstrap_servers=b, api_version=version, auto_offset_reset="earliest",
+                          enable_auto_commit=False, consumer_timeout_ms=5000)
+        c.assign([TopicPartition(topic, 0)])
+        c.seek_to_beginning()
+        got = [(m.offset, m.key, m.value) for m in c]
+        c.close()
+        check(f"kafka-python as for Kafka {version}: message sets in and out",
+              got == [(i, b"k%d" % i, b"v%d" % i) for i in range(100)], f"{len(got)} records: {got[:3]}")
     admin.close()
     acl_checks(b)
     client_quota_checks(server)
