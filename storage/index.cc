@@ -16,6 +16,8 @@ using codec::load_be;
 using codec::store_be;
 
 constexpr int64_t kRelativeOffsetMax = std::numeric_limits<int32_t>::max();
+// Kafka's RecordBatch.NO_TIMESTAMP.
+constexpr int64_t kNoTimestampMs = -1;
 
 int32_t relative(int64_t base_offset, int64_t offset) {
   BROOK_ASSERT(offset >= base_offset);
@@ -123,6 +125,7 @@ std::optional<TimestampOffset> TimeIndex::last() const {
 
 void TimeIndex::maybe_append(int64_t timestamp_ms, int64_t offset) {
   BROOK_ASSERT(!full());
+  if (timestamp_ms == kNoTimestampMs) return;
   (void)relative(base_offset_, offset);
   if (!entries_.empty() &&
       (timestamp_ms <= entries_.back().timestamp_ms || offset <= entries_.back().offset)) {

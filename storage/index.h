@@ -96,7 +96,8 @@ class TimeIndex {
   std::optional<TimestampOffset> last() const;
 
   // Adds an entry when timestamp_ms is larger than the last entry's (and the
-  // offset too); otherwise does nothing. REQUIRES: !full().
+  // offset too); otherwise does nothing. A timestamp of -1 (no record had
+  // one; the offset is then -1 too) adds nothing. REQUIRES: !full().
   void maybe_append(int64_t timestamp_ms, int64_t offset);
   // The entry with the largest timestamp <= target; {-1, base_offset} when
   // none.

@@ -228,8 +228,7 @@ void Segment::index_batch(uint64_t position, const BatchSummary& batch) {
   if (bytes_since_index_entry_ > index_interval_bytes_ && !offset_index_.full() &&
       !time_index_.full()) {
     offset_index_.append(batch.last_offset, static_cast<uint32_t>(position));
-    // (Batches without timestamps, -1, leave none to index.)
-    if (max_timestamp_ms_ != net::kNoTimestamp) time_index_.maybe_append(max_timestamp_ms_, offset_of_max_timestamp_);
+    time_index_.maybe_append(max_timestamp_ms_, offset_of_max_timestamp_);
     bytes_since_index_entry_ = 0;
   }
   bytes_since_index_entry_ += batch.size_bytes;
@@ -616,7 +615,7 @@ io::Task<void> Segment::release_preallocation() {
 
 void Segment::on_become_inactive() {
   inactive_ = true;
-  if (max_timestamp_ms_ != net::kNoTimestamp && !time_index_.full()) {
+  if (!time_index_.full()) {
     time_index_.maybe_append(max_timestamp_ms_, offset_of_max_timestamp_);
   }
 }

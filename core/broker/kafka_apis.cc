@@ -768,6 +768,10 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
             continue;
           }
         }
+        if (version < 4 && !downconversion_enabled(name)) {
+          fail(net::Error::kUnsupportedVersion);
+          continue;
+        }
         if (from_follower && first_pass) update_follower(p, replica_id, part.fetch_offset);
         const int64_t room = std::max<int64_t>(0, max_bytes - bytes);
         const size_t limit = static_cast<size_t>(std::min<int64_t>(room, std::max(0, part.partition_max_bytes)));
@@ -795,10 +799,6 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_fetch(const net::RequestFra
             aborted.push_back(x);
           }
           out.aborted_transactions = std::move(aborted);
-        }
-        if (version < 4 && !downconversion_enabled(name)) {
-          fail(net::Error::kUnsupportedVersion);
-          continue;
         }
         if (version < 4 && read->records.size() > 0) {
           // Before record batches: a message set, magic 1 from Fetch v2,
