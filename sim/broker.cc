@@ -224,7 +224,13 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
       co_await ctx->network().listen(o.controllers[static_cast<size_t>(index)]);
   absl::StatusOr<std::unique_ptr<io::Listener>> broker_listener =
       co_await ctx->network().listen(o.brokers[static_cast<size_t>(index)]);
-  if (!controller_listener.ok() || !broker_listener.ok()) {
+  std::unique_ptr<io::Listener> external_listener;
+  if (!o.external.empty()) {
+    absl::StatusOr<std::unique_ptr<io::Listener>> l =
+        co_await ctx->network().listen(o.external[static_cast<size_t>(index)]);
+    if (l.ok()) external_listener = std::move(*l);
+  }
+  if (!controller_listener.ok() || !broker_listener.ok() || (!o.external.empty() && external_listener == nullptr)) {
     ctx->log().error("broker-sim: listen failed");
     co_return;
   }
@@ -242,6 +248,9 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.node_id = id;
   bc.cluster_id = std::string(kClusterId);
   bc.advertised = o.brokers[static_cast<size_t>(index)];
+  if (!o.external.empty()) {
+    bc.other_listeners.emplace_back(std::string(kExternalListener), o.external[static_cast<size_t>(index)]);
+  }
   bc.incarnation_id = core::random_uuid(ctx->random());
   bc.heartbeat_interval = 500ms;
   bc.num_partitions = o.partitions;
@@ -284,12 +293,13 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   io::TaskScope tasks(ctx->executor());
   tasks.spawn(controller.run());
   broker::Broker* b = &broker;
-  auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br) -> io::Task<void> {
+  auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br, std::string_view name) -> io::Task<void> {
     while (!br->serving()) co_await x->clock().sleep_for(10ms);
     (void)co_await net::serve(
-        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, br->serve_options());
+        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, br->serve_options(name));
   };
-  tasks.spawn(serve(ctx, broker_listener->get(), b));
+  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view()));
+  if (external_listener != nullptr) tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener));
   // Until the broker or the metadata log stops (a failed log): the node
   // then goes down, and the fault schedule power-cycles it. Or until a
   // graceful stop is asked for and done.

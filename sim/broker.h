@@ -52,6 +52,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -82,6 +83,9 @@ struct ServerNodeOptions {
   int index = 0;
   std::vector<io::Address> brokers;      // every node's client listener
   std::vector<io::Address> controllers;  // every node's controller listener
+  // Every node's second client listener (kExternalListener, listening and
+  // advertised at this address); empty: none.
+  std::vector<io::Address> external;
   int partitions = 1;                    // num.partitions
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas
@@ -150,6 +154,10 @@ class GracefulStops {
 // A server node's client and controller listener ports.
 inline constexpr uint16_t kServerBrokerPort = 9092;
 inline constexpr uint16_t kServerControllerPort = 9093;
+// The name of a server node's second client listener
+// (ServerNodeOptions::external); its first is PLAINTEXT, the inter-broker
+// listener.
+inline constexpr std::string_view kExternalListener = "EXTERNAL";
 
 // Adds `count` server nodes to `world` (each node's options drawn from
 // `faults` with `random`) and their listeners to `brokers` and

@@ -21,8 +21,12 @@
 // Kafka's tools with a warning):
 //   process.roles                broker,controller | controller | broker
 //   node.id
-//   listeners                    NAME://host:port,...   (PLAINTEXT and CONTROLLER)
+//   listeners                    NAME://host:port,...   (client listeners and CONTROLLER)
 //   advertised.listeners         NAME://host:port,...
+//   listener.security.protocol.map  NAME:PROTOCOL,...   (PLAINTEXT; SASL_PLAINTEXT for clients)
+//   sasl.enabled.mechanisms, listener.name.NAME.sasl.enabled.mechanisms  (PLAIN)
+//   listener.name.NAME.plain.sasl.jaas.config  (PlainLoginModule, user_NAME="PASSWORD")
+//   inter.broker.listener.name / security.inter.broker.protocol
 //   controller.listener.names    the controller's listener name (first one)
 //   controller.quorum.voters     id@host:port,...  (default: this node alone)
 //   log.dirs / log.dir           the data directory (one)
@@ -61,6 +65,8 @@
 #include <malloc.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -80,6 +86,7 @@
 #include "io/real/real_node.h"
 #include "io/scope.h"
 #include "io/status.h"
+#include "net/kafka/sasl.h"
 #include "raft/raft_node.h"
 #include "tools/commands.h"
 
@@ -163,6 +170,42 @@ absl::StatusOr<std::map<std::string, io::Address>> parse_listeners(const std::st
   return out;
 }
 
+// A SASL_PLAINTEXT listener's settings: sasl.enabled.mechanisms (its
+// listener.name.NAME. form first) must be PLAIN, and
+// listener.name.NAME.plain.sasl.jaas.config names the users (a
+// PlainLoginModule with user_NAME="PASSWORD" options), as Kafka's broker
+// reads them.
+template <typename Get>
+absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const Get& get) {
+  std::string prefix = "listener.name.";
+  for (char ch : name) prefix.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  prefix += ".";
+  std::optional<std::string> mechanisms = get(prefix + "sasl.enabled.mechanisms");
+  if (!mechanisms.has_value()) mechanisms = get("sasl.enabled.mechanisms");
+  const std::vector<std::string> enabled = split_list(mechanisms.value_or("GSSAPI"));
+  for (const std::string& m : enabled) {
+    if (m != net::kSaslPlain) {
+      return absl::InvalidArgumentError(fmt::format(
+          "listener {}: SASL mechanism {} is not supported (set sasl.enabled.mechanisms=PLAIN){}", name, m,
+          mechanisms.has_value() ? "" : "; Kafka's default is GSSAPI"));
+    }
+  }
+  if (enabled.empty()) return absl::InvalidArgumentError(fmt::format("listener {}: no SASL mechanism enabled", name));
+  const std::string jaas_key = prefix + "plain.sasl.jaas.config";
+  std::optional<std::string> jaas = get(jaas_key);
+  if (!jaas.has_value()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "listener {} is SASL_PLAINTEXT and {} is not set (org.apache.kafka.common.security.plain.PlainLoginModule "
+        "required user_NAME=\"PASSWORD\" ...;)",
+        name, jaas_key));
+  }
+  absl::StatusOr<net::SaslPlainUsers> users = net::parse_plain_jaas(*jaas);
+  if (!users.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", jaas_key, std::string(users.status().message())));
+  }
+  return users;
+}
+
 struct ServerArgs {
   Properties props;
   std::string data_dir;
@@ -180,9 +223,15 @@ struct ServerConfig {
   std::string controller_listener = "CONTROLLER";
   io::Address controller_listen{"localhost", 9093};
   io::Address controller_advertised{"localhost", 9093};
-  std::string broker_listener = "PLAINTEXT";
-  io::Address broker_listen{"localhost", 9092};
-  io::Address broker_advertised{"localhost", 9092};
+  // The broker's client listeners, the inter-broker one first.
+  struct BrokerListener {
+    std::string name;
+    io::Address listen;
+    io::Address advertised;
+    // SASL_PLAINTEXT: the PLAIN users its clients authenticate as.
+    std::optional<net::SaslPlainUsers> sasl;
+  };
+  std::vector<BrokerListener> broker_listeners;
   std::map<int32_t, io::Address> voters;
   broker::BrokerConfig broker_config;
   controller::ControllerConfig controller_config;
@@ -237,7 +286,42 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   if (std::optional<std::string> a = get("advertised.listeners")) {
     absl::StatusOr<std::map<std::string, io::Address>> given = parse_listeners(*a);
     if (!given.ok()) return given.status();
-    for (auto& [name, address] : *given) advertised[name] = address;
+    for (auto& [name, address] : *given) {
+      if (!listeners.contains(name)) {
+        return absl::InvalidArgumentError(
+            fmt::format("advertised.listeners names {}, which is not one of listeners", name));
+      }
+      advertised[name] = address;
+    }
+  }
+  // Every listener's security protocol (listener.security.protocol.map;
+  // as in Kafka, the controller's listener is PLAINTEXT when the map is
+  // not given). PLAINTEXT, and SASL_PLAINTEXT with PLAIN for clients, are
+  // served: a listener asking for TLS is refused rather than served
+  // without it.
+  std::map<std::string, std::string> protocols;
+  const std::optional<std::string> protocol_map = get("listener.security.protocol.map");
+  for (const std::string& entry : split_list(
+           protocol_map.value_or("PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"))) {
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos) {
+      return absl::InvalidArgumentError(fmt::format("listener.security.protocol.map: bad entry '{}'", entry));
+    }
+    protocols[trim(std::string_view(entry).substr(0, colon))] = trim(std::string_view(entry).substr(colon + 1));
+  }
+  if (!protocol_map.has_value()) protocols.emplace(c.controller_listener, "PLAINTEXT");
+  for (const auto& [name, address] : listeners) {
+    auto it = protocols.find(name);
+    if (it == protocols.end()) {
+      return absl::InvalidArgumentError(
+          fmt::format("no security protocol for listener {} (listener.security.protocol.map)", name));
+    }
+    const bool sasl = it->second == "SASL_PLAINTEXT" && name != c.controller_listener;
+    if (it->second != "PLAINTEXT" && !sasl) {
+      return absl::InvalidArgumentError(fmt::format(
+          "listener {} is {}: PLAINTEXT listeners are served, and SASL_PLAINTEXT for clients (no TLS)", name,
+          it->second));
+    }
   }
   for (auto& [name, address] : advertised) {
     if (address.host == "0.0.0.0" || address.host.empty()) address.host = "localhost";
@@ -255,16 +339,42 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
         "a broker without the controller role has no {} listener (controller.listener.names)", c.controller_listener));
   }
   if (c.broker) {
-    bool found = false;
     for (const auto& [name, address] : listeners) {
       if (name == c.controller_listener) continue;
-      c.broker_listener = name;
-      c.broker_listen = address;
-      c.broker_advertised = advertised.at(name);
-      found = true;
-      break;
+      ServerConfig::BrokerListener& l = c.broker_listeners.emplace_back();
+      l.name = name;
+      l.listen = address;
+      l.advertised = advertised.at(name);
+      if (protocols.at(name) == "SASL_PLAINTEXT") {
+        ASSIGN_OR_RETURN(l.sasl, sasl_listener(name, get));
+      }
     }
-    if (!found) return absl::InvalidArgumentError("listeners has no broker listener (e.g. PLAINTEXT://:9092)");
+    if (c.broker_listeners.empty()) {
+      return absl::InvalidArgumentError("listeners has no broker listener (e.g. PLAINTEXT://:9092)");
+    }
+    // The inter-broker listener: inter.broker.listener.name, else the one
+    // named after security.inter.broker.protocol (PLAINTEXT), as in Kafka;
+    // a broker with a single client listener uses that one whatever its
+    // name.
+    std::optional<std::string> inter = get("inter.broker.listener.name");
+    const bool named = inter.has_value();
+    if (!named) inter = get("security.inter.broker.protocol").value_or("PLAINTEXT");
+    auto it = std::find_if(c.broker_listeners.begin(), c.broker_listeners.end(),
+                           [&](const ServerConfig::BrokerListener& l) { return l.name == *inter; });
+    if (it == c.broker_listeners.end() && (named || c.broker_listeners.size() > 1)) {
+      std::vector<std::string> names;
+      for (const ServerConfig::BrokerListener& l : c.broker_listeners) names.push_back(l.name);
+      return absl::InvalidArgumentError(fmt::format(
+          "{} names {}, which is not one of the broker's listeners (set inter.broker.listener.name to one of {})",
+          named ? "inter.broker.listener.name" : "security.inter.broker.protocol", *inter, fmt::join(names, ", ")));
+    }
+    if (it != c.broker_listeners.end()) std::rotate(c.broker_listeners.begin(), it, it + 1);
+    if (c.broker_listeners.front().sasl.has_value()) {
+      return absl::InvalidArgumentError(fmt::format(
+          "the inter-broker listener {} is SASL_PLAINTEXT: brokers reach each other without SASL here; add a "
+          "PLAINTEXT listener and name it in inter.broker.listener.name",
+          c.broker_listeners.front().name));
+    }
   }
   if (std::optional<std::string> v = get("controller.quorum.voters")) {
     for (const std::string& entry : split_list(*v)) {
@@ -298,8 +408,13 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
 
   broker::BrokerConfig& b = c.broker_config;
   b.node_id = c.node_id;
-  b.listener_name = c.broker_listener;
-  b.advertised = c.broker_advertised;
+  if (c.broker) {
+    b.listener_name = c.broker_listeners.front().name;
+    b.advertised = c.broker_listeners.front().advertised;
+    for (size_t i = 1; i < c.broker_listeners.size(); ++i) {
+      b.other_listeners.emplace_back(c.broker_listeners[i].name, c.broker_listeners[i].advertised);
+    }
+  }
   b.rack = get("broker.rack");
   b.log_dir = std::filesystem::absolute(c.data_dir).lexically_normal().string();
   controller::ControllerConfig& k = c.controller_config;
@@ -590,21 +705,22 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   }
   // A broker alone follows the metadata log as an observer: nobody calls
   // its Raft listener, which takes any free port on the broker's host.
-  const io::Address raft_listen = c.controller ? c.controller_listen : io::Address(c.broker_listen.host, 0);
+  const io::Address raft_listen =
+      c.controller ? c.controller_listen : io::Address(c.broker_listeners.front().listen.host, 0);
   absl::StatusOr<std::unique_ptr<io::Listener>> controller_listener = co_await ctx->network().listen(raft_listen);
   if (!controller_listener.ok()) {
     fail(run, fmt::format("listen on {}: {}", raft_listen.to_string(),
                           controller_listener.status().ToString()));
     co_return;
   }
-  std::unique_ptr<io::Listener> broker_listener;
-  if (c.broker) {
-    absl::StatusOr<std::unique_ptr<io::Listener>> l = co_await ctx->network().listen(c.broker_listen);
+  std::vector<std::unique_ptr<io::Listener>> broker_listeners;
+  for (const ServerConfig::BrokerListener& bl : c.broker_listeners) {
+    absl::StatusOr<std::unique_ptr<io::Listener>> l = co_await ctx->network().listen(bl.listen);
     if (!l.ok()) {
-      fail(run, fmt::format("listen on {}: {}", c.broker_listen.to_string(), l.status().ToString()));
+      fail(run, fmt::format("listen on {} ({}): {}", bl.listen.to_string(), bl.name, l.status().ToString()));
       co_return;
     }
-    broker_listener = std::move(*l);
+    broker_listeners.push_back(std::move(*l));
   }
   controller::ControllerConfig controller_config = c.controller_config;
   controller_config.cluster_id = meta->cluster_id;
@@ -628,9 +744,10 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   if (c.controller) {
     std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
   }
-  if (broker_listener) {
-    std::printf("brook server: broker listening on %s (advertised as %s)\n",
-                broker_listener->address().to_string().c_str(), c.broker_advertised.to_string().c_str());
+  for (size_t i = 0; i < broker_listeners.size(); ++i) {
+    std::printf("brook server: broker listening on %s (%s%s, advertised as %s)\n",
+                broker_listeners[i]->address().to_string().c_str(), c.broker_listeners[i].name.c_str(),
+                c.broker_listeners[i].sasl ? ", SASL PLAIN" : "", c.broker_listeners[i].advertised.to_string().c_str());
   }
   std::fflush(stdout);
 
@@ -655,19 +772,27 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
       *stopped = true;
     };
     broker_tasks.spawn(run_broker(broker.get(), &failed));
-    auto serve = [](io::Context* ctx, io::Listener* l, broker::Broker* b, bool* stopped) -> io::Task<void> {
+    auto serve = [](io::Context* ctx, io::Listener* l, const std::string* listener,
+                    const net::SaslPlainUsers* sasl, broker::Broker* b, bool* stopped) -> io::Task<void> {
+      const std::string& name = *listener;
       // As Kafka's brokers do, clients are served once the controller has
       // unfenced this broker: before that, Metadata would list no broker.
       // Connections made meanwhile wait in the listen backlog.
       while (!b->serving()) co_await ctx->clock().sleep_for(10ms);
-      std::printf("brook server: broker %d is serving clients\n", b->node_id());
+      std::printf("brook server: broker %d is serving clients on %s\n", b->node_id(), name.c_str());
       std::fflush(stdout);
+      net::ServeOptions options = b->serve_options(name);
+      options.sasl = sasl;
       absl::Status s =
-          co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, b->serve_options());
-      std::fprintf(stderr, "brook server: broker listener stopped: %s\n", s.ToString().c_str());
+          co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, options);
+      std::fprintf(stderr, "brook server: broker listener %s stopped: %s\n", name.c_str(), s.ToString().c_str());
       *stopped = true;
     };
-    broker_tasks.spawn(serve(ctx, broker_listener.get(), broker.get(), &failed));
+    for (size_t i = 0; i < broker_listeners.size(); ++i) {
+      broker_tasks.spawn(serve(ctx, broker_listeners[i].get(), &c.broker_listeners[i].name,
+                               c.broker_listeners[i].sasl ? &*c.broker_listeners[i].sasl : nullptr, broker.get(),
+                               &failed));
+    }
   }
   while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
   bool logs_failed = false;

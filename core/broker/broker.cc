@@ -467,12 +467,16 @@ io::Task<bool> Broker::register_once() {
   r.cluster_id = config_.cluster_id;
   r.incarnation_id = config_.incarnation_id;
   r.rack = config_.rack;
-  net::BrokerRegistrationRequest::Listener l;
-  l.name = config_.listener_name;
-  l.host = config_.advertised.host;
-  l.port = config_.advertised.port;
-  l.security_protocol = 0;  // PLAINTEXT
-  r.listeners.push_back(l);
+  auto add_listener = [&r](const std::string& name, const io::Address& address) {
+    net::BrokerRegistrationRequest::Listener l;
+    l.name = name;
+    l.host = address.host;
+    l.port = address.port;
+    l.security_protocol = 0;  // PLAINTEXT
+    r.listeners.push_back(std::move(l));
+  };
+  add_listener(config_.listener_name, config_.advertised);
+  for (const auto& [name, address] : config_.other_listeners) add_listener(name, address);
   net::BrokerRegistrationRequest::Feature mv;
   mv.name = std::string(metadata::kMetadataVersionFeature);
   mv.min_supported_version = controller::kMetadataVersionMin;

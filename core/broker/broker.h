@@ -130,10 +130,16 @@ std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_v
 struct BrokerConfig {
   int32_t node_id = 1;
   std::string cluster_id;
-  // The listener clients use, as registered (listeners /
-  // advertised.listeners).
+  // The listener brokers reach each other on (inter.broker.listener.name),
+  // and its advertised address: replicas fetch from it, requests are
+  // forwarded to it, and clients whose connection names no listener are
+  // told of it.
   std::string listener_name = "PLAINTEXT";
   io::Address advertised{"localhost", 9092};
+  // The node's other client listeners (listeners / advertised.listeners),
+  // registered beside it. A client is told of each broker's address on
+  // the listener its request came in on (RequestFrame::listener_name).
+  std::vector<std::pair<std::string, io::Address>> other_listeners;
   std::optional<std::string> rack;  // broker.rack
   // The data directory as DescribeLogDirs names it (log.dirs).
   std::string log_dir = "data";
@@ -289,12 +295,15 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   const metadata::MetadataImage& image() const { return image_; }
   int64_t broker_epoch() const { return broker_epoch_; }
   int32_t node_id() const { return config_.node_id; }
-  // How the client listener serves connections (idle timeout, request size).
-  net::ServeOptions serve_options() const {
+  // How a client listener serves connections (idle timeout, request size),
+  // `listener` its name (the inter-broker listener's when empty; it must
+  // outlive the serving).
+  net::ServeOptions serve_options(std::string_view listener = {}) const {
     net::ServeOptions o;
     o.max_request_bytes = config_.socket_request_max_bytes;
     o.clock = &ctx_->clock();
     o.idle_timeout = config_.connections_max_idle;
+    o.listener_name = listener.empty() ? std::string_view(config_.listener_name) : listener;
     return o;
   }
   // Registered and unfenced in the replayed image.
@@ -370,8 +379,14 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   // One partition of a fetcher's answer; false when the fetcher should back off.
   io::Task<bool> apply_fetched(std::shared_ptr<Partition> p, int32_t leader_epoch, int64_t fetch_offset,
                                net::FetchResponse::PartitionData data);
-  // A broker's address on this broker's listener, if registered.
-  std::optional<io::Address> broker_address(int32_t id) const;
+  // A broker's address on `listener` (the inter-broker listener when
+  // empty), if registered.
+  std::optional<io::Address> broker_address(int32_t id, std::string_view listener = {}) const;
+  // The listener whose addresses answer a client's request: the one it
+  // came in on.
+  const std::string& client_listener(const net::RequestFrame& frame) const {
+    return frame.listener_name.empty() ? config_.listener_name : frame.listener_name;
+  }
   // The image's registration of a partition (its leader, epoch and
   // replicas), or nullptr when the image has no such partition.
   const metadata::PartitionRegistration* registration(std::string_view topic, int32_t partition) const;
@@ -525,6 +540,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Task<absl::StatusOr<io::BufferChain>> on_delete_records(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_configs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_cluster(const net::RequestFrame& frame);
+  absl::StatusOr<io::BufferChain> out_of_place_sasl(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_log_dirs(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_producers(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_acls(const net::RequestFrame& frame);

@@ -325,7 +325,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_find_coordinator(const net:
       const int32_t partition = transactions ? txns_.partition_for(key) : groups_.partition_for(key);
       const metadata::PartitionRegistration* reg = registration(topic_name, partition);
       std::optional<io::Address> address =
-          reg == nullptr || reg->leader < 0 ? std::nullopt : broker_address(reg->leader);
+          reg == nullptr || reg->leader < 0 ? std::nullopt : broker_address(reg->leader, client_listener(frame));
       if (!address.has_value()) {
         fail(Error::kCoordinatorNotAvailable, fmt::format("{}-{} has no leader", topic_name, partition));
       } else {

@@ -53,6 +53,10 @@
 #include "net/kafka/messages/init_producer_id_response.h"
 #include "net/kafka/messages/list_offsets_request.h"
 #include "net/kafka/messages/list_offsets_response.h"
+#include "net/kafka/messages/sasl_authenticate_request.h"
+#include "net/kafka/messages/sasl_authenticate_response.h"
+#include "net/kafka/messages/sasl_handshake_request.h"
+#include "net/kafka/messages/sasl_handshake_response.h"
 #include "net/kafka/messages/metadata_request.h"
 #include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/messages/offset_for_leader_epoch_request.h"
@@ -126,6 +130,10 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::DescribeTransactionsRequest::kApiKey, 0, 0},
     {net::ListTransactionsRequest::kApiKey, 0, 1},
     {net::DescribeProducersRequest::kApiKey, 0, 0},
+    // Answered by the listener's SASL exchange (net/kafka/sasl.h) before
+    // authentication; here only when out of place (ILLEGAL_SASL_STATE).
+    {net::SaslHandshakeRequest::kApiKey, 0, 1},
+    {net::SaslAuthenticateRequest::kApiKey, 0, 2},
 };
 
 // How large a message set's records may grow when converted (a compressed
@@ -186,6 +194,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
   switch (frame.header.request_api_key) {
     case net::ApiVersionsRequest::kApiKey:
       co_return co_await on_api_versions(frame);
+    case net::SaslHandshakeRequest::kApiKey:
+    case net::SaslAuthenticateRequest::kApiKey:
+      co_return out_of_place_sasl(frame);
     case net::MetadataRequest::kApiKey:
       co_return co_await on_metadata(frame);
     case net::ProduceRequest::kApiKey:
@@ -351,7 +362,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
   response.cluster_id = config_.cluster_id;
   for (const auto& [id, b] : image_.cluster().brokers) {
     if (b.fenced) continue;
-    auto l = b.listeners.find(config_.listener_name);
+    auto l = b.listeners.find(client_listener(frame));
     if (l == b.listeners.end()) continue;
     net::MetadataResponse::MetadataResponseBroker out;
     out.node_id = id;
@@ -1010,6 +1021,25 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_configs(const net:
       frame.header);
 }
 
+// A SASL request the listener did not take: on a PLAINTEXT listener, or
+// after the connection authenticated. Kafka answers these the same way.
+absl::StatusOr<io::BufferChain> Broker::out_of_place_sasl(const net::RequestFrame& frame) {
+  if (frame.header.request_api_key == net::SaslHandshakeRequest::kApiKey) {
+    ASSIGN_OR_RETURN(net::SaslHandshakeRequest request, net::decode_body<net::SaslHandshakeRequest>(frame));
+    (void)request;
+    net::SaslHandshakeResponse response;
+    response.error_code = net::code(net::Error::kIllegalSaslState);
+    return net::encode_response(response, frame.header);
+  }
+  ASSIGN_OR_RETURN(net::SaslAuthenticateRequest request, net::decode_body<net::SaslAuthenticateRequest>(frame));
+  (void)request;
+  net::SaslAuthenticateResponse response;
+  response.error_code = net::code(net::Error::kIllegalSaslState);
+  response.error_message = "SaslAuthenticate request received after successful authentication or on a listener "
+                           "without SASL";
+  return net::encode_response(response, frame.header);
+}
+
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::DescribeClusterRequest request, net::decode_body<net::DescribeClusterRequest>(frame));
   net::DescribeClusterResponse response;
@@ -1021,7 +1051,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_cluster(const net:
   }
   for (const auto& [id, b] : image_.cluster().brokers) {
     if (b.fenced) continue;
-    auto l = b.listeners.find(config_.listener_name);
+    auto l = b.listeners.find(client_listener(frame));
     if (l == b.listeners.end()) continue;
     auto& out = response.brokers.emplace_back();
     out.broker_id = id;

@@ -196,10 +196,10 @@ io::Task<void> Broker::alter_isr(std::shared_ptr<Partition> p, std::vector<int32
 
 // --- the follower's side ----------------------------------------------------------
 
-std::optional<io::Address> Broker::broker_address(int32_t id) const {
+std::optional<io::Address> Broker::broker_address(int32_t id, std::string_view listener) const {
   const metadata::BrokerRegistration* b = image_.cluster().broker(id);
   if (b == nullptr) return std::nullopt;
-  auto l = b->listeners.find(config_.listener_name);
+  auto l = b->listeners.find(listener.empty() ? config_.listener_name : std::string(listener));
   if (l == b->listeners.end()) return std::nullopt;
   return io::Address{l->second.host, static_cast<uint16_t>(l->second.port)};
 }

@@ -38,6 +38,8 @@ class FrameReader {
       : max_frame_bytes_(max_frame_bytes) {}
 
   void feed(io::Buffer bytes) { pending_.append(std::move(bytes)); }
+  // Changes the largest frame accepted from the next one on.
+  void set_max_frame_bytes(int32_t max_frame_bytes) { max_frame_bytes_ = max_frame_bytes; }
 
   // The next complete frame, std::nullopt when more bytes are needed, or an
   // error for a negative or oversized length (the connection should close;
@@ -61,6 +63,10 @@ struct RequestFrame {
   // The client's address as Kafka reports it in group descriptions
   // ("/127.0.0.1"); empty when not read from a connection.
   std::string client_host;
+  // The name of the listener the request came in on (listeners), whose
+  // advertised addresses the answer gives; empty when not read from a
+  // connection, or the server does not say.
+  std::string listener_name;
 };
 
 // What a server makes of a request frame.

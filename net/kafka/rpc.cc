@@ -1,6 +1,8 @@
 // net/kafka/rpc.cc
 #include "net/kafka/rpc.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "io/scope.h"
@@ -112,6 +114,11 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
   FrameReader reader(options.max_request_bytes);
   const std::string client_host = "/" + conn->peer_address().host;
   const bool idle_limit = options.clock != nullptr && options.idle_timeout > io::Duration::zero();
+  std::optional<SaslServerSession> sasl;
+  if (options.sasl != nullptr) {
+    sasl.emplace(options.sasl);
+    reader.set_max_frame_bytes(std::min(options.max_request_bytes, kSaslMaxReceiveBytes));
+  }
   while (true) {
     absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
     if (idle_limit) {
@@ -123,9 +130,29 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
       frame = co_await read_frame(*conn, reader);
     }
     if (!frame.ok()) break;
+    if (sasl.has_value() && !sasl->authenticated()) {
+      // Before authentication: the SASL exchange, and ApiVersions.
+      std::optional<SaslServerSession::Step> step;
+      if (sasl->expects_bare_token()) {
+        step = sasl->on_bare_token(*frame);
+      } else {
+        absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
+        if (!parsed.ok()) break;
+        if (!answered_before_authentication(parsed->frame.header.request_api_key)) {
+          step = sasl->on_request(parsed->frame);
+        }
+      }
+      if (step.has_value()) {
+        if (step->response.has_value() && !(co_await conn->write_all(std::move(*step->response))).ok()) break;
+        if (step->close) break;
+        if (sasl->authenticated()) reader.set_max_frame_bytes(options.max_request_bytes);
+        continue;
+      }
+    }
     absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
     if (!parsed.ok()) break;
     parsed->frame.client_host = client_host;
+    parsed->frame.listener_name = std::string(options.listener_name);
     absl::StatusOr<io::BufferChain> response = co_await (*handler)(std::move(parsed->frame));
     if (!response.ok()) break;
     if (response->size() == 0) continue;  // a request without an answer (Produce, acks=0)

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,6 +35,7 @@
 #include "io/task.h"
 #include "io/time.h"
 #include "net/kafka/frame.h"
+#include "net/kafka/sasl.h"
 
 namespace brook::net {
 
@@ -148,6 +150,15 @@ struct ServeOptions {
   // long is closed (0, or no clock: never).
   const io::Clock* clock = nullptr;
   io::Duration idle_timeout{0};
+  // Set as every request's RequestFrame::listener_name; it must outlive
+  // serve(). (A view: ServeOptions stays trivially destructible, as GCC 12
+  // destroys a coroutine's by-value class parameter twice when the
+  // argument is a temporary.)
+  std::string_view listener_name;
+  // A SASL_PLAINTEXT listener's PLAIN users (net/kafka/sasl.h): every
+  // connection authenticates before its requests reach the handler.
+  // nullptr: PLAINTEXT. It must outlive serve().
+  const SaslPlainUsers* sasl = nullptr;
 };
 
 // Accepts on `listener` and serves every connection until cancelled (the

@@ -438,13 +438,14 @@ def txn_checks(bootstrap, topic, prefix):
           f"{len(final)} {[v for v in final if 'zombie' in v][:2]}")
 
 
-def raw_call(server, key, version, body):
-    """One non-flexible request (header v1) by hand; the response body after
-    the correlation id."""
+def raw_call(server, key, version, body, port=None):
+    """One non-flexible request (header v1) by hand, to `port` (the
+    server's client port by default); the response body after the
+    correlation id."""
     import struct
     client = b"brook-test"
     frame = struct.pack(">hhih", key, version, 11, len(client)) + client + body
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port or server.port), timeout=10) as s:
         s.sendall(struct.pack(">i", len(frame)) + frame)
         size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
         data = b""
@@ -987,6 +988,218 @@ def cluster_checks(work):
                 print(f"stopping {proc.log}: {e}")
 
 
+def find_coordinator(server, port, group):
+    """FindCoordinator v1 for a group, sent to `port`: (node, host, port)."""
+    import struct
+    r = WireReader(raw_call(server, 10, 1, wire_string(group) + struct.pack(">b", 0), port))
+    _throttle, error = r.take(">ih")
+    r.string()  # error message
+    (node,) = r.take(">i")
+    host = r.string()
+    (coordinator_port,) = r.take(">i")
+    check(f"FindCoordinator on port {port} answered", error == 0, f"error {error}")
+    return node, host, coordinator_port
+
+
+def listener_checks(work):
+    """Two client listeners, each advertised at its own address, with the
+    inter-broker one named: clients are told of the listener they came in
+    on (Metadata, FindCoordinator), and produce, consume, transactions and
+    groups work through either. Listeners Brook cannot serve as asked
+    (TLS, SASL) stop the server at start with a clear error."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka import KafkaConsumer, KafkaProducer
+
+    server = Server(os.path.join(work, "listeners-data"), name="listeners")
+    internal, external = server.port, free_port()
+    server.args = [
+        "--override", f"listeners=INTERNAL://127.0.0.1:{internal},EXTERNAL://127.0.0.1:{external},"
+                      f"CONTROLLER://127.0.0.1:{server.controller_port}",
+        "--override", f"advertised.listeners=INTERNAL://127.0.0.1:{internal},EXTERNAL://localhost:{external}",
+        "--override", "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "--override", "inter.broker.listener.name=INTERNAL"]
+    server.start()
+    try:
+        for port, host in [(internal, "127.0.0.1"), (external, "localhost")]:
+            md = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).list_topics(timeout=10)
+            brokers = {k: (v.host, v.port) for k, v in md.brokers.items()}
+            check(f"Metadata on port {port} advertises that listener", brokers == {1: (host, port)}, str(brokers))
+        external_bootstrap = f"localhost:{external}"
+        admin = AdminClient({"bootstrap.servers": external_bootstrap})
+        for f in admin.create_topics([NewTopic("ext-topic", 2, 1)]).values():
+            f.result(20)
+        p = KafkaProducer(bootstrap_servers=external_bootstrap, acks="all")
+        for i in range(50):
+            p.send("ext-topic", value=b"e%d" % i)
+        p.flush()
+        p.close()
+        c = Consumer({"bootstrap.servers": external_bootstrap, "group.id": "ext-group",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        c.subscribe(["ext-topic"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 50 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.commit(asynchronous=False)
+        c.close()
+        check("a group consumes through the second listener", sorted(got) == sorted(b"e%d" % i for i in range(50)),
+              f"{len(got)}")
+        check("FindCoordinator answers with the listener asked on",
+              find_coordinator(server, external, "ext-group") == (1, "localhost", external)
+              and find_coordinator(server, internal, "ext-group") == (1, "127.0.0.1", internal))
+        kc = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{internal}", group_id="ext-group",
+                           enable_auto_commit=False)
+        from kafka import TopicPartition
+        committed = sum(kc.committed(TopicPartition("ext-topic", i)) or 0 for i in range(2))
+        kc.close()
+        check("the group's offsets read through the inter-broker listener", committed == 50, str(committed))
+        txn_checks(external_bootstrap, "ext-txn", "listeners")
+        pr = Producer({"bootstrap.servers": f"127.0.0.1:{internal}"})
+        pr.produce("ext-topic", b"i")
+        check("produce through the inter-broker listener", pr.flush(10) == 0)
+    finally:
+        server.stop()
+
+    plain_jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+                  'user_alice="alice-secret";')
+    refusals = [
+        ("an SSL listener", [f"listeners=SSL://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}"],
+         "listener SSL is SSL"),
+        ("a SASL listener with Kafka's default mechanism (GSSAPI)",
+         [f"listeners=PLAINTEXT://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{free_port()},"
+          f"CONTROLLER://127.0.0.1:{free_port()}"],
+         "SASL mechanism GSSAPI is not supported"),
+        ("a SASL listener without users",
+         [f"listeners=PLAINTEXT://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{free_port()},"
+          f"CONTROLLER://127.0.0.1:{free_port()}", "sasl.enabled.mechanisms=PLAIN"],
+         "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"),
+        ("a SASL listener with a malformed JAAS entry",
+         [f"listeners=PLAINTEXT://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{free_port()},"
+          f"CONTROLLER://127.0.0.1:{free_port()}", "sasl.enabled.mechanisms=PLAIN",
+          "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plain_jaas[:-1]],
+         "does not end with ';'"),
+        ("a SASL inter-broker listener",
+         [f"listeners=SASL_PLAINTEXT://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
+          "sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plain_jaas],
+         "the inter-broker listener SASL_PLAINTEXT is SASL_PLAINTEXT"),
+        ("an SSL listener mapped by name",
+         [f"listeners=PLAINTEXT://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
+          "listener.security.protocol.map=PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"],
+         "listener PLAINTEXT is SSL"),
+        ("two listeners and no inter-broker one",
+         [f"listeners=A://127.0.0.1:{free_port()},B://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
+          "listener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT,CONTROLLER:PLAINTEXT"],
+         "inter.broker.listener.name"),
+        ("a listener without a protocol", [f"listeners=BROKER://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}"],
+         "no security protocol for listener BROKER"),
+    ]
+    for name, overrides, message in refusals:
+        cmd = [BROOK, "server", "--data-dir", os.path.join(work, "refused-data")]
+        for o in overrides:
+            cmd += ["--override", o]
+        r = subprocess.run(cmd, capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        check(f"{name} is refused at start", r.returncode != 0 and message in err, f"exit {r.returncode}: {err[-300:]}")
+
+
+def sasl_checks(work):
+    """A SASL_PLAINTEXT listener with PLAIN users beside the PLAINTEXT one:
+    kcat, confluent-kafka (SaslHandshake v1 and SaslAuthenticate) and
+    kafka-python (SaslHandshake v0 and a bare token) authenticate, produce
+    and consume; a wrong password, or a client that does not authenticate,
+    gets nothing; DescribeConfigs does not show the users' passwords."""
+    import struct
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    server = Server(os.path.join(work, "sasl-data"), name="sasl")
+    secure = free_port()
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+    server.args = [
+        "--override", f"listeners=PLAINTEXT://127.0.0.1:{server.port},SECURE://127.0.0.1:{secure},"
+                      f"CONTROLLER://127.0.0.1:{server.controller_port}",
+        "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "--override", "listener.name.secure.sasl.enabled.mechanisms=PLAIN",
+        "--override", "listener.name.secure.plain.sasl.jaas.config=" + jaas]
+    server.start()
+    try:
+        bootstrap = f"127.0.0.1:{secure}"
+        kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+                "-X", "sasl.username=alice"]
+        run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", "sasl-kcat", "-p", "0"],
+            input=b"one\ntwo\nthree\n")
+        out = run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", "sasl-kcat", "-o", "beginning", "-e",
+                          "-f", "%s\n"])
+        check("kcat authenticates with SASL PLAIN", out.split() == [b"one", b"two", b"three"], str(out))
+        r = subprocess.run(kcat + ["-X", "sasl.password=wrong", "-L", "-m", "5"], capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        check("kcat with a wrong password is refused",
+              r.returncode != 0 and "Invalid username or password" in err, f"exit {r.returncode}: {err[-300:]}")
+
+        conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                "sasl.username": "admin", "sasl.password": "admin-secret"}
+        p = Producer(dict(conf, **{"enable.idempotence": True}))
+        for i in range(20):
+            p.produce("sasl-cf", b"c%d" % i)
+        check("confluent-kafka produces over SASL", p.flush(20) == 0)
+        c = Consumer(dict(conf, **{"group.id": "sasl-group", "auto.offset.reset": "earliest"}))
+        c.subscribe(["sasl-cf"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 20 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        check("confluent-kafka consumes in a group over SASL", sorted(got) == sorted(b"c%d" % i for i in range(20)),
+              f"{len(got)}")
+
+        kp = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                  sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        producer = KafkaProducer(**kp)
+        for i in range(10):
+            producer.send("sasl-kp", b"k%d" % i, partition=0)
+        producer.flush()
+        producer.close()
+        consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False,
+                                 consumer_timeout_ms=5000)
+        consumer.assign([TopicPartition("sasl-kp", 0)])
+        consumer.seek_to_beginning()
+        values = [m.value for m in consumer]
+        consumer.close()
+        check("kafka-python authenticates with a bare PLAIN token", values == [b"k%d" % i for i in range(10)],
+              str(values[:3]))
+
+        # No authentication: a Metadata request on the SASL listener closes
+        # the connection unanswered.
+        client = b"brook-test"
+        frame = struct.pack(">hhih", 3, 1, 11, len(client)) + client + struct.pack(">i", -1)
+        with socket.create_connection(("127.0.0.1", secure), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            answer = sock.recv(4)
+        check("a request before authenticating closes the connection", answer == b"", str(answer))
+        # A bare token too large for an unauthenticated client closes it too.
+        with socket.create_connection(("127.0.0.1", secure), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", 64 << 20))
+            answer = sock.recv(4)
+        check("an oversized frame before authenticating closes the connection", answer == b"", str(answer))
+
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        resource = ConfigResource("broker", "1")
+        entries = admin.describe_configs([resource])[resource].result(20)
+        jaas_entry = entries.get("listener.name.secure.plain.sasl.jaas.config")
+        check("DescribeConfigs hides the JAAS configuration",
+              jaas_entry is not None and jaas_entry.value is None and jaas_entry.is_sensitive,
+              str(jaas_entry and (jaas_entry.value, jaas_entry.is_sensitive)))
+    finally:
+        server.stop()
+
+
 def run_with_server(prefix, body, extra_args=(), done="all client checks passed"):
     """Runs body(server, work) against a fresh single-node `brook server` in
     a temporary directory; prints the server's log tail when it fails."""
@@ -1059,6 +1272,8 @@ def main():
         restart_checks(server)
         connection_checks(server)
         server.stop()
+        listener_checks(work)
+        sasl_checks(work)
         cluster_checks(work)
 
     run_with_server("brook-clients-", checks)
