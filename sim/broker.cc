@@ -293,13 +293,18 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   io::TaskScope tasks(ctx->executor());
   tasks.spawn(controller.run());
   broker::Broker* b = &broker;
-  auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br, std::string_view name) -> io::Task<void> {
+  auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br, std::string_view name,
+                  const net::SaslPlainUsers* sasl) -> io::Task<void> {
     while (!br->serving()) co_await x->clock().sleep_for(10ms);
+    net::ServeOptions options = br->serve_options(name);
+    options.sasl = sasl;
     (void)co_await net::serve(
-        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, br->serve_options(name));
+        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, options);
   };
-  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view()));
-  if (external_listener != nullptr) tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener));
+  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), nullptr));
+  if (external_listener != nullptr) {
+    tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener, o.external_sasl));
+  }
   // Until the broker or the metadata log stops (a failed log): the node
   // then goes down, and the fault schedule power-cycles it. Or until a
   // graceful stop is asked for and done.

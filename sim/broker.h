@@ -63,6 +63,7 @@
 #include "net/client/cluster.h"
 #include "net/kafka/messages/fetch_request.h"
 #include "net/kafka/messages/produce_request.h"
+#include "net/kafka/sasl.h"
 #include "io/task.h"
 #include "sim/faults.h"
 #include "sim/scenario.h"
@@ -86,6 +87,9 @@ struct ServerNodeOptions {
   // Every node's second client listener (kExternalListener, listening and
   // advertised at this address); empty: none.
   std::vector<io::Address> external;
+  // When set, the external listener is SASL_PLAINTEXT with these PLAIN
+  // users (outliving the node).
+  const net::SaslPlainUsers* external_sasl = nullptr;
   int partitions = 1;                    // num.partitions
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas

@@ -5,12 +5,15 @@
 // its request came in on (Metadata, FindCoordinator, DescribeCluster), and
 // a producer that bootstraps from the second listener writes with
 // acks=all through it while the replicas fetch from each other on the
-// first.
+// first. An EXTERNAL listener with SASL PLAIN answers only ApiVersions and
+// the SASL exchange until a client authenticates.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string_view>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,13 +21,22 @@
 
 #include "net/client/cluster.h"
 #include "net/client/producer.h"
+#include "net/kafka/errors.h"
+#include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/messages/describe_cluster_request.h"
 #include "net/kafka/messages/describe_cluster_response.h"
 #include "net/kafka/messages/find_coordinator_request.h"
 #include "net/kafka/messages/find_coordinator_response.h"
 #include "net/kafka/messages/metadata_request.h"
 #include "net/kafka/messages/metadata_response.h"
+#include "net/kafka/messages/sasl_authenticate_request.h"
+#include "net/kafka/messages/sasl_authenticate_response.h"
+#include "net/kafka/messages/sasl_handshake_request.h"
+#include "net/kafka/messages/sasl_handshake_response.h"
+#include "net/kafka/frame.h"
 #include "net/kafka/rpc.h"
+#include "net/kafka/sasl.h"
 #include "sim/broker.h"
 #include "sim/test_cluster.h"
 #include "sim/world.h"
@@ -148,6 +160,139 @@ TEST(Listeners, EachClientIsToldOfTheListenerItCameInOn) {
   // fetched (on the inter-broker listener).
   EXPECT_EQ(seen.acknowledged, 20);
   EXPECT_EQ(seen.failed, 0);
+}
+
+// One connection driven by hand: requests written, frames read back.
+class Wire {
+ public:
+  explicit Wire(std::unique_ptr<io::Connection> conn) : conn_(std::move(conn)) {}
+  // Writes `bytes`, then reads one frame; nullopt when the server closed
+  // the connection instead of answering.
+  io::Task<std::optional<io::Buffer>> exchange(io::BufferChain bytes) {
+    if (!(co_await conn_->write_all(std::move(bytes))).ok()) co_return std::nullopt;
+    while (true) {
+      absl::StatusOr<std::optional<io::Buffer>> frame = reader_.next();
+      if (!frame.ok()) co_return std::nullopt;
+      if (frame->has_value()) co_return std::move(**frame);
+      absl::StatusOr<io::Buffer> got = co_await conn_->read_some(64 << 10);
+      if (!got.ok() || got->empty()) co_return std::nullopt;
+      reader_.feed(std::move(*got));
+    }
+  }
+
+ private:
+  std::unique_ptr<io::Connection> conn_;
+  net::FrameReader reader_;
+};
+
+template <typename Response, typename Request>
+io::Task<std::optional<Response>> call_on(Wire* wire, Request request, int16_t version) {
+  absl::StatusOr<io::BufferChain> encoded = net::encode_request(request, version, 1, std::optional<std::string>("w"));
+  if (!encoded.ok()) co_return std::nullopt;
+  std::optional<io::Buffer> frame = co_await wire->exchange(std::move(*encoded));
+  if (!frame.has_value()) co_return std::nullopt;
+  absl::StatusOr<Response> r = net::decode_response<Response>(*frame, version);
+  if (!r.ok()) co_return std::nullopt;
+  co_return *std::move(r);
+}
+
+struct SaslSeen {
+  std::optional<net::ApiVersionsResponse> versions;
+  std::optional<net::SaslHandshakeResponse> handshake;
+  std::optional<net::SaslAuthenticateResponse> authenticated;
+  std::optional<net::MetadataResponse> metadata;
+  bool unauthenticated_metadata_answered = true;
+  std::optional<net::SaslAuthenticateResponse> wrong_password;
+  bool after_wrong_password_answered = true;
+  std::optional<net::SaslHandshakeResponse> handshake_on_plaintext;
+  bool done = false;
+};
+
+net::SaslAuthenticateRequest plain_token(std::string_view user, std::string_view password) {
+  net::SaslAuthenticateRequest r;
+  r.auth_bytes = io::Buffer::copy_of(fmt::format("{}{}{}{}", '\0', user, '\0', password));
+  return r;
+}
+
+io::Task<std::unique_ptr<Wire>> connect_wire(io::Context* ctx, io::Address address) {
+  absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await ctx->network().connect(std::move(address));
+  if (!conn.ok()) co_return nullptr;
+  co_return std::make_unique<Wire>(std::move(*conn));
+}
+
+io::Task<void> sasl_clients(io::Context* ctx, io::Address plain, io::Address external, SaslSeen* seen) {
+  co_await ctx->clock().sleep_for(3s);
+  net::SaslHandshakeRequest handshake;
+  handshake.mechanism = "PLAIN";
+  net::MetadataRequest metadata;
+  metadata.topics = std::nullopt;
+  {
+    std::unique_ptr<Wire> w = co_await connect_wire(ctx, external);
+    if (w != nullptr) {
+      net::ApiVersionsRequest versions;
+      versions.client_software_name = "brook-sim";
+      versions.client_software_version = "1";
+      seen->versions = co_await call_on<net::ApiVersionsResponse>(w.get(), versions, 3);
+      seen->handshake = co_await call_on<net::SaslHandshakeResponse>(w.get(), handshake, 1);
+      seen->authenticated =
+          co_await call_on<net::SaslAuthenticateResponse>(w.get(), plain_token("alice", "alice-secret"), 2);
+      seen->metadata = co_await call_on<net::MetadataResponse>(w.get(), metadata, 12);
+    }
+  }
+  {
+    std::unique_ptr<Wire> w = co_await connect_wire(ctx, external);
+    if (w != nullptr) {
+      seen->unauthenticated_metadata_answered =
+          (co_await call_on<net::MetadataResponse>(w.get(), metadata, 12)).has_value();
+    }
+  }
+  {
+    std::unique_ptr<Wire> w = co_await connect_wire(ctx, external);
+    if (w != nullptr) {
+      (void)co_await call_on<net::SaslHandshakeResponse>(w.get(), handshake, 1);
+      seen->wrong_password =
+          co_await call_on<net::SaslAuthenticateResponse>(w.get(), plain_token("alice", "guess"), 1);
+      seen->after_wrong_password_answered =
+          (co_await call_on<net::MetadataResponse>(w.get(), metadata, 12)).has_value();
+    }
+  }
+  {
+    std::unique_ptr<Wire> w = co_await connect_wire(ctx, plain);
+    if (w != nullptr) seen->handshake_on_plaintext = co_await call_on<net::SaslHandshakeResponse>(w.get(), handshake, 1);
+  }
+  seen->done = true;
+}
+
+TEST(Listeners, ASaslListenerServesOnlyAuthenticatedClients) {
+  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+      R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";)");
+  TestCluster cluster(11, 1, [](ServerNodeOptions& o) {
+    for (const io::Address& plain : o.brokers) o.external.emplace_back(plain.host, kExternalPort);
+    o.external_sasl = &users;
+  });
+  const io::Address external(cluster.broker(1).host, kExternalPort);
+  SaslSeen seen;
+  cluster.client->start([&](io::Context& ctx) { return sasl_clients(&ctx, cluster.broker(1), external, &seen); });
+  ASSERT_TRUE(cluster.world.run_until([&] { return seen.done; }, 120s));
+
+  ASSERT_TRUE(seen.versions.has_value());
+  EXPECT_EQ(seen.versions->error_code, 0);
+  bool handshake_listed = false;
+  for (const auto& k : seen.versions->api_keys) handshake_listed |= k.api_key == 17 && k.max_version >= 1;
+  EXPECT_TRUE(handshake_listed);
+  ASSERT_TRUE(seen.handshake.has_value());
+  EXPECT_EQ(seen.handshake->error_code, 0);
+  ASSERT_TRUE(seen.authenticated.has_value());
+  EXPECT_EQ(seen.authenticated->error_code, 0);
+  ASSERT_TRUE(seen.metadata.has_value());
+  ASSERT_EQ(seen.metadata->brokers.size(), 1u);
+  EXPECT_EQ(seen.metadata->brokers[0].port, kExternalPort);
+  EXPECT_FALSE(seen.unauthenticated_metadata_answered);
+  ASSERT_TRUE(seen.wrong_password.has_value());
+  EXPECT_EQ(seen.wrong_password->error_code, net::code(net::Error::kSaslAuthenticationFailed));
+  EXPECT_FALSE(seen.after_wrong_password_answered);
+  ASSERT_TRUE(seen.handshake_on_plaintext.has_value());
+  EXPECT_EQ(seen.handshake_on_plaintext->error_code, net::code(net::Error::kIllegalSaslState));
 }
 
 }  // namespace
