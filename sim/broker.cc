@@ -248,6 +248,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.node_id = id;
   bc.cluster_id = std::string(kClusterId);
   bc.advertised = o.brokers[static_cast<size_t>(index)];
+  if (o.inter_broker_sasl != nullptr) bc.inter_broker_sasl = *o.inter_broker_sasl;
   if (!o.external.empty()) {
     bc.other_listeners.emplace_back(std::string(kExternalListener), o.external[static_cast<size_t>(index)]);
   }
@@ -301,7 +302,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
     (void)co_await net::serve(
         *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, options);
   };
-  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), nullptr));
+  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), o.sasl));
   if (external_listener != nullptr) {
     tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener, o.external_sasl));
   }

@@ -90,6 +90,11 @@ struct ServerNodeOptions {
   // When set, the external listener is SASL_PLAINTEXT with these PLAIN
   // users (outliving the node).
   const net::SaslPlainUsers* external_sasl = nullptr;
+  // When set, the first client listener (the inter-broker one) is
+  // SASL_PLAINTEXT with these users, and the brokers log in to each other
+  // as `inter_broker_sasl` (both outliving the node).
+  const net::SaslPlainUsers* sasl = nullptr;
+  const net::SaslCredentials* inter_broker_sasl = nullptr;
   int partitions = 1;                    // num.partitions
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas

@@ -295,5 +295,67 @@ TEST(Listeners, ASaslListenerServesOnlyAuthenticatedClients) {
   EXPECT_EQ(seen.handshake_on_plaintext->error_code, net::code(net::Error::kIllegalSaslState));
 }
 
+struct Produced {
+  int acknowledged = 0;
+  std::string first_error;
+  bool refused_wrong_password = false;
+  bool done = false;
+};
+
+io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers, Produced* out) {
+  co_await ctx->clock().sleep_for(3s);
+  {
+    client::ProducerConfig config;
+    config.client = sim_client_options(brokers, "sasl-producer");
+    config.client.allow_auto_create_topics = true;
+    config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
+    client::Producer producer(*ctx, config);
+    for (int i = 0; i < 20; ++i) {
+      client::ProducerRecord record;
+      record.topic = "over-sasl";
+      record.value = io::Buffer::copy_of(std::to_string(i));
+      absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+      if (m.ok()) {
+        ++out->acknowledged;
+      } else if (out->first_error.empty()) {
+        out->first_error = m.status().ToString();
+      }
+    }
+  }
+  {
+    client::ProducerConfig config;
+    config.client = sim_client_options(brokers, "guessing-producer");
+    config.client.sasl = net::SaslCredentials{"alice", "guess"};
+    client::Producer producer(*ctx, config);
+    client::ProducerRecord record;
+    record.topic = "over-sasl";
+    record.value = io::Buffer::copy_of(std::string_view("x"));
+    absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+    out->refused_wrong_password = absl::IsUnauthenticated(m.status());
+  }
+  out->done = true;
+}
+
+TEST(Listeners, BrokersReplicateOverASaslInterBrokerListener) {
+  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+      R"(org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="b-secret"
+         user_broker="b-secret" user_alice="alice-secret";)");
+  static const net::SaslCredentials broker_login = *net::parse_plain_jaas_credentials(
+      R"(org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="b-secret"
+         user_broker="b-secret" user_alice="alice-secret";)");
+  TestCluster cluster(13, 3, [](ServerNodeOptions& o) {
+    o.sasl = &users;
+    o.inter_broker_sasl = &broker_login;
+    o.min_insync = 2;
+    o.offsets_replication_factor = 3;
+  });
+  Produced produced;
+  cluster.client->start([&](io::Context& ctx) { return sasl_producer(&ctx, cluster.brokers, &produced); });
+  ASSERT_TRUE(cluster.world.run_until([&] { return produced.done; }, 300s));
+  // acks=all, min.insync.replicas=2: followers fetched over SASL.
+  EXPECT_EQ(produced.acknowledged, 20) << produced.first_error;
+  EXPECT_TRUE(produced.refused_wrong_password);
+}
+
 }  // namespace
 }  // namespace brook::sim

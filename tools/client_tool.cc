@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_split.h"
 #include "io/real/real_node.h"
+#include "net/kafka/sasl.h"
 
 namespace brook::tools {
 
@@ -64,6 +65,36 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
   if (key == "request.timeout.ms") return parse_ms(key, value, &c->request_timeout);
   if (key == "retry.backoff.ms") return parse_ms(key, value, &c->retry_backoff);
   if (key == "allow.auto.create.topics") return parse_bool(key, value, &c->allow_auto_create_topics);
+  // SASL PLAIN (librdkafka's sasl.username / sasl.password, or the Java
+  // clients' sasl.jaas.config); credentials imply SASL_PLAINTEXT.
+  if (key == "security.protocol") {
+    if (value == "PLAINTEXT") {
+      c->sasl.reset();
+    } else if (value == "SASL_PLAINTEXT") {
+      if (!c->sasl.has_value()) c->sasl.emplace();
+    } else {
+      return absl::InvalidArgumentError(
+          fmt::format("security.protocol={}: PLAINTEXT and SASL_PLAINTEXT are supported", value));
+    }
+    return absl::OkStatus();
+  }
+  if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
+    if (value != net::kSaslPlain) return absl::InvalidArgumentError(fmt::format("{}={}: only PLAIN is supported", key, value));
+    return absl::OkStatus();
+  }
+  if (key == "sasl.username" || key == "sasl.password") {
+    if (!c->sasl.has_value()) c->sasl.emplace();
+    (key == "sasl.username" ? c->sasl->username : c->sasl->password) = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "sasl.jaas.config") {
+    absl::StatusOr<net::SaslCredentials> credentials = net::parse_plain_jaas_credentials(value);
+    if (!credentials.ok()) {
+      return absl::InvalidArgumentError(fmt::format("sasl.jaas.config: {}", std::string(credentials.status().message())));
+    }
+    c->sasl = std::move(*credentials);
+    return absl::OkStatus();
+  }
   *known = false;
   return absl::OkStatus();
 }

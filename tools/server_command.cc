@@ -25,7 +25,9 @@
 //   advertised.listeners         NAME://host:port,...
 //   listener.security.protocol.map  NAME:PROTOCOL,...   (PLAINTEXT; SASL_PLAINTEXT for clients)
 //   sasl.enabled.mechanisms, listener.name.NAME.sasl.enabled.mechanisms  (PLAIN)
-//   listener.name.NAME.plain.sasl.jaas.config  (PlainLoginModule, user_NAME="PASSWORD")
+//   listener.name.NAME.plain.sasl.jaas.config  (PlainLoginModule, user_NAME="PASSWORD";
+//                                              username and password on the inter-broker one)
+//   sasl.mechanism.inter.broker.protocol         (PLAIN)
 //   inter.broker.listener.name / security.inter.broker.protocol
 //   controller.listener.names    the controller's listener name (first one)
 //   controller.quorum.voters     id@host:port,...  (default: this node alone)
@@ -232,6 +234,9 @@ struct ServerConfig {
     std::optional<net::SaslPlainUsers> sasl;
   };
   std::vector<BrokerListener> broker_listeners;
+  // The credentials brokers log in with when the inter-broker listener is
+  // SASL_PLAINTEXT.
+  std::optional<net::SaslCredentials> inter_broker_sasl;
   std::map<int32_t, io::Address> voters;
   broker::BrokerConfig broker_config;
   controller::ControllerConfig controller_config;
@@ -370,10 +375,27 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
     }
     if (it != c.broker_listeners.end()) std::rotate(c.broker_listeners.begin(), it, it + 1);
     if (c.broker_listeners.front().sasl.has_value()) {
-      return absl::InvalidArgumentError(fmt::format(
-          "the inter-broker listener {} is SASL_PLAINTEXT: brokers reach each other without SASL here; add a "
-          "PLAINTEXT listener and name it in inter.broker.listener.name",
-          c.broker_listeners.front().name));
+      // Brokers authenticate to each other as the username and password
+      // options of that listener's JAAS entry, with
+      // sasl.mechanism.inter.broker.protocol (Kafka's default is GSSAPI).
+      const std::string& name = c.broker_listeners.front().name;
+      const std::string mechanism = get("sasl.mechanism.inter.broker.protocol").value_or("GSSAPI");
+      if (mechanism != net::kSaslPlain) {
+        return absl::InvalidArgumentError(fmt::format(
+            "the inter-broker listener {} is SASL_PLAINTEXT and sasl.mechanism.inter.broker.protocol is {}: only "
+            "PLAIN is supported",
+            name, mechanism));
+      }
+      std::string key = "listener.name.";
+      for (char ch : name) key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+      key += ".plain.sasl.jaas.config";
+      absl::StatusOr<net::SaslCredentials> credentials = net::parse_plain_jaas_credentials(get(key).value_or(""));
+      if (!credentials.ok()) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: the inter-broker listener needs the username and password brokers log in with: {}", key,
+            std::string(credentials.status().message())));
+      }
+      c.inter_broker_sasl = std::move(*credentials);
     }
   }
   if (std::optional<std::string> v = get("controller.quorum.voters")) {
@@ -409,6 +431,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   broker::BrokerConfig& b = c.broker_config;
   b.node_id = c.node_id;
   if (c.broker) {
+    b.inter_broker_sasl = c.inter_broker_sasl;
     b.listener_name = c.broker_listeners.front().name;
     b.advertised = c.broker_listeners.front().advertised;
     for (size_t i = 1; i < c.broker_listeners.size(); ++i) {

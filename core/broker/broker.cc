@@ -61,7 +61,13 @@ Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
       txn_partitions_(*this, std::string(txn::kTransactionStateTopic)),
       txn_writer_(txn_partitions_),
       txn_host_(*this),
-      txns_(ctx, txn_host_, config_.txn) {}
+      txns_(ctx, txn_host_, config_.txn) {
+  if (config_.inter_broker_sasl.has_value()) {
+    for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
+      pool->set_sasl(&*config_.inter_broker_sasl);
+    }
+  }
+}
 
 Broker::~Broker() = default;
 

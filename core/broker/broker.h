@@ -140,6 +140,10 @@ struct BrokerConfig {
   // registered beside it. A client is told of each broker's address on
   // the listener its request came in on (RequestFrame::listener_name).
   std::vector<std::pair<std::string, io::Address>> other_listeners;
+  // When the inter-broker listener is SASL_PLAINTEXT: the PLAIN
+  // credentials this broker authenticates with to the others (and to
+  // itself) on it.
+  std::optional<net::SaslCredentials> inter_broker_sasl;
   std::optional<std::string> rack;  // broker.rack
   // The data directory as DescribeLogDirs names it (log.dirs).
   std::string log_dir = "data";

@@ -53,6 +53,7 @@ net::Peer& Cluster::peer_for(const io::Address& address) {
              .emplace(address, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
                                                            options_.client_id, options_.max_response_bytes))
              .first;
+    if (options_.sasl.has_value()) it->second->set_sasl(&*options_.sasl);
   }
   return *it->second;
 }
@@ -188,6 +189,11 @@ io::Task<absl::StatusOr<net::MetadataResponse>> Cluster::fetch_metadata(
         co_await peer.call<net::MetadataResponse>(request, kMetadataVersion, options_.request_timeout);
     if (!response.ok()) {
       peer.reset();
+      // A refused login is not retried: the credentials are wrong.
+      if (absl::IsUnauthenticated(response.status())) {
+        co_return absl::UnauthenticatedError(fmt::format("metadata from {}: {}", peer.address().to_string(),
+                                                         std::string(response.status().message())));
+      }
       last = absl::UnavailableError(
           fmt::format("metadata from {}: {}", peer.address().to_string(), std::string(response.status().message())));
       continue;

@@ -30,6 +30,7 @@
 #include "io/time.h"
 #include "net/kafka/messages/metadata_response.h"
 #include "net/kafka/rpc.h"
+#include "net/kafka/sasl.h"
 #include "net/kafka/wire.h"
 
 namespace brook::client {
@@ -80,6 +81,9 @@ struct ClientOptions {
   bool allow_auto_create_topics = true;
   // The largest answer read from a broker.
   int32_t max_response_bytes = 100 << 20;
+  // security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN: every
+  // connection authenticates as these credentials first.
+  std::optional<net::SaslCredentials> sasl;
 };
 
 class Cluster {

@@ -361,6 +361,7 @@ io::Task<absl::StatusOr<std::vector<ConsumerRecord>>> Consumer::poll(io::Duratio
       for (const TopicPartition& tp : assignment_) topics.insert(tp.topic);
       absl::Status s =
           co_await cluster_.refresh(std::vector<std::string>(topics.begin(), topics.end()), metadata_not_from_);
+      if (absl::IsUnauthenticated(s)) co_return s;
       if (s.ok()) {
         metadata_wanted_ = false;
         metadata_not_from_.reset();

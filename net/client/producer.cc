@@ -127,6 +127,7 @@ io::Task<absl::Status> Producer::await_topic(const std::string& topic) {
     if (t != nullptr) co_await ctx_->clock().sleep_for(config_.client.retry_backoff);
     std::vector<std::string> topics{topic};
     last = co_await cluster_.refresh(std::move(topics));
+    if (absl::IsUnauthenticated(last)) co_return last;
     if (!last.ok()) co_await ctx_->clock().sleep_for(config_.client.retry_backoff);
   }
 }

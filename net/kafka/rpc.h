@@ -77,6 +77,9 @@ class Peer {
     co_return co_await write_only(std::move(*frame), timeout);
   }
 
+  // Every new connection authenticates with SASL PLAIN as `credentials`
+  // (nullptr: none) before its first request. They must outlive the Peer.
+  void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
   // Drops the idle connections (e.g. when the peer is known to have moved).
   void reset() { idle_.clear(); }
   const io::Address& address() const { return address_; }
@@ -107,6 +110,7 @@ class Peer {
   io::Address address_;
   std::string client_id_;
   int32_t max_response_bytes_;
+  const SaslCredentials* sasl_ = nullptr;
   int32_t next_correlation_id_ = 1;
   size_t in_flight_ = 0;
   std::vector<std::unique_ptr<io::Connection>> idle_;
@@ -131,11 +135,14 @@ class PeerPool {
   Peer& get(int32_t id, const io::Address& address);
   // Replaced Peers still kept for their calls.
   size_t retired() const { return retired_.size(); }
+  // Peer::set_sasl for the Peers made from now on.
+  void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
 
  private:
   io::Network* network_;
   const io::Clock* clock_;
   std::string client_id_;
+  const SaslCredentials* sasl_ = nullptr;
   std::map<int32_t, std::unique_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<Peer>> retired_;
 };

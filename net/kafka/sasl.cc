@@ -74,7 +74,7 @@ SaslServerSession::Step answer(const M& body, const RequestHeader& header, bool 
 
 }  // namespace
 
-absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas) {
+absl::StatusOr<std::map<std::string, std::string>> parse_plain_jaas_options(std::string_view jaas) {
   ASSIGN_OR_RETURN(auto words, jaas_words(jaas));
   if (words.size() < 3 || words[0].second || words[1].second) {
     return absl::InvalidArgumentError("JAAS configuration: expected '<LoginModule> required <options>;'");
@@ -87,27 +87,45 @@ absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas) {
   if (flag != "required" && flag != "requisite" && flag != "sufficient" && flag != "optional") {
     return absl::InvalidArgumentError(fmt::format("JAAS configuration: unknown control flag '{}'", flag));
   }
-  SaslPlainUsers users;
+  std::map<std::string, std::string> options;
   size_t i = 2;
   while (i < words.size() && !(words[i].first == ";" && !words[i].second)) {
     if (i + 2 >= words.size() || words[i + 1].first != "=" || words[i + 1].second) {
       return absl::InvalidArgumentError(
           fmt::format("JAAS configuration: expected key=\"value\" at '{}'", words[i].first));
     }
-    const std::string& key = words[i].first;
-    if (key.starts_with(kUserPrefix) && key.size() > kUserPrefix.size()) {
-      users.passwords[key.substr(kUserPrefix.size())] = words[i + 2].first;
-    }
+    options[words[i].first] = words[i + 2].first;
     i += 3;
   }
   if (i >= words.size()) return absl::InvalidArgumentError("JAAS configuration: the entry does not end with ';'");
   if (i + 1 != words.size()) {
     return absl::InvalidArgumentError("JAAS configuration: one login module entry is expected");
   }
+  return options;
+}
+
+absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas) {
+  ASSIGN_OR_RETURN(auto options, parse_plain_jaas_options(jaas));
+  SaslPlainUsers users;
+  for (const auto& [key, value] : options) {
+    if (key.starts_with(kUserPrefix) && key.size() > kUserPrefix.size()) {
+      users.passwords[key.substr(kUserPrefix.size())] = value;
+    }
+  }
   if (users.passwords.empty()) {
     return absl::InvalidArgumentError("JAAS configuration: no user_NAME=\"PASSWORD\" entries (no user could log in)");
   }
   return users;
+}
+
+absl::StatusOr<SaslCredentials> parse_plain_jaas_credentials(std::string_view jaas) {
+  ASSIGN_OR_RETURN(auto options, parse_plain_jaas_options(jaas));
+  auto username = options.find("username");
+  auto password = options.find("password");
+  if (username == options.end() || password == options.end()) {
+    return absl::InvalidArgumentError("JAAS configuration: no username=\"...\" password=\"...\" options");
+  }
+  return SaslCredentials{username->second, password->second};
 }
 
 absl::StatusOr<std::string> check_plain_token(const SaslPlainUsers& users, std::string_view token) {

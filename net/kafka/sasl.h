@@ -42,11 +42,24 @@ struct SaslPlainUsers {
   std::map<std::string, std::string> passwords;
 };
 
-// The user_NAME="PASSWORD" options of a JAAS configuration naming
+// A client's PLAIN credentials (sasl.username / sasl.password, or the
+// username and password options of its sasl.jaas.config).
+struct SaslCredentials {
+  std::string username;
+  std::string password;
+};
+
+// The options of a JAAS configuration naming
 // org.apache.kafka.common.security.plain.PlainLoginModule. An error for
 // text that is not one login module entry ("Module required
-// key=\"value\" ...;"), another module, or no user at all.
+// key=\"value\" ...;") or names another module.
+absl::StatusOr<std::map<std::string, std::string>> parse_plain_jaas_options(std::string_view jaas);
+// Its user_NAME="PASSWORD" options (a server's users); an error when there
+// are none.
 absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas);
+// Its username and password options (a client's, or a broker's on the
+// inter-broker listener); an error when either is missing.
+absl::StatusOr<SaslCredentials> parse_plain_jaas_credentials(std::string_view jaas);
 
 // Checks a PLAIN token ("authzid\0authcid\0password"): the authenticated
 // user name, or an error saying why not (a malformed token, an unknown

@@ -1081,10 +1081,15 @@ def listener_checks(work):
           f"CONTROLLER://127.0.0.1:{free_port()}", "sasl.enabled.mechanisms=PLAIN",
           "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plain_jaas[:-1]],
          "does not end with ';'"),
-        ("a SASL inter-broker listener",
+        ("a SASL inter-broker listener with Kafka's default mechanism (GSSAPI)",
          [f"listeners=SASL_PLAINTEXT://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
           "sasl.enabled.mechanisms=PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plain_jaas],
-         "the inter-broker listener SASL_PLAINTEXT is SASL_PLAINTEXT"),
+         "sasl.mechanism.inter.broker.protocol is GSSAPI"),
+        ("a SASL inter-broker listener with no login for the brokers",
+         [f"listeners=SASL_PLAINTEXT://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
+          "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+          "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plain_jaas],
+         "needs the username and password brokers log in with"),
         ("an SSL listener mapped by name",
          [f"listeners=PLAINTEXT://127.0.0.1:{free_port()},CONTROLLER://127.0.0.1:{free_port()}",
           "listener.security.protocol.map=PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"],
@@ -1198,6 +1203,54 @@ def sasl_checks(work):
               str(jaas_entry and (jaas_entry.value, jaas_entry.is_sensitive)))
     finally:
         server.stop()
+
+    # SASL only: the broker logs in to itself (transaction markers) with
+    # the listener's username and password; Brook's own tools log in too.
+    only = Server(os.path.join(work, "sasl-only-data"), name="sasl-only")
+    only.args = [
+        "--override", f"listeners=SASL_PLAINTEXT://127.0.0.1:{only.port},CONTROLLER://127.0.0.1:{only.controller_port}",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", "sasl.mechanism.inter.broker.protocol=PLAIN",
+        "--override", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + jaas]
+    only.start()
+    try:
+        conf = {"bootstrap.servers": only.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                "sasl.username": "alice", "sasl.password": "alice-secret"}
+        p = Producer(dict(conf, **{"transactional.id": "sasl-txn"}))
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce("sasl-txn-topic", b"t%d" % i, partition=0)
+        p.commit_transaction(30)
+        c = Consumer(dict(conf, **{"group.id": "sasl-txn-reader", "auto.offset.reset": "earliest",
+                                   "isolation.level": "read_committed"}))
+        c.subscribe(["sasl-txn-topic"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 5 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        check("a transaction commits on a SASL-only broker", got == [b"t%d" % i for i in range(5)], str(got))
+        props = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice",
+                 "sasl.password=alice-secret"]
+        produce = [BROOK, "produce", "--bootstrap-server", only.bootstrap, "--topic", "sasl-tools"]
+        for prop in props:
+            produce += ["--producer-property", prop]
+        run(produce, input=b"x\ny\n")
+        consume = [BROOK, "consume", "--bootstrap-server", only.bootstrap, "--topic", "sasl-tools",
+                   "--from-beginning", "--max-messages", "2", "--consumer-property",
+                   'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+                   'username="alice" password="alice-secret";']
+        out = run(consume)
+        check("brook produce and consume log in with SASL PLAIN", out.split() == [b"x", b"y"], str(out))
+        r = subprocess.run(produce[:-1] + ["sasl.password=wrong"], input=b"z\n", capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        check("brook produce with a wrong password fails at once",
+              r.returncode != 0 and "SASL_AUTHENTICATION_FAILED" in err, f"exit {r.returncode}: {err[-300:]}")
+    finally:
+        only.stop()
 
 
 def run_with_server(prefix, body, extra_args=(), done="all client checks passed"):
