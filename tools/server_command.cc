@@ -177,11 +177,18 @@ absl::StatusOr<std::map<std::string, io::Address>> parse_listeners(const std::st
 // listener.name.NAME.plain.sasl.jaas.config names the users (a
 // PlainLoginModule with user_NAME="PASSWORD" options), as Kafka's broker
 // reads them.
-template <typename Get>
-absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const Get& get) {
+// "listener.name.<name in lower case>.", the prefix of a listener's own
+// settings.
+std::string listener_prefix(std::string_view name) {
   std::string prefix = "listener.name.";
   for (char ch : name) prefix.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
   prefix += ".";
+  return prefix;
+}
+
+template <typename Get>
+absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const Get& get) {
+  const std::string prefix = listener_prefix(name);
   std::optional<std::string> mechanisms = get(prefix + "sasl.enabled.mechanisms");
   if (!mechanisms.has_value()) mechanisms = get("sasl.enabled.mechanisms");
   const std::vector<std::string> enabled = split_list(mechanisms.value_or("GSSAPI"));
@@ -386,9 +393,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
             "PLAIN is supported",
             name, mechanism));
       }
-      std::string key = "listener.name.";
-      for (char ch : name) key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
-      key += ".plain.sasl.jaas.config";
+      const std::string key = listener_prefix(name) + "plain.sasl.jaas.config";
       absl::StatusOr<net::SaslCredentials> credentials = net::parse_plain_jaas_credentials(get(key).value_or(""));
       if (!credentials.ok()) {
         return absl::InvalidArgumentError(fmt::format(

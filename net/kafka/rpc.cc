@@ -8,11 +8,11 @@
 
 #include "io/scope.h"
 #include "io/when.h"
-#include "net/kafka/messages/sasl_handshake_response.h"
-#include "net/kafka/messages/sasl_handshake_request.h"
-#include "net/kafka/messages/sasl_authenticate_response.h"
-#include "net/kafka/messages/sasl_authenticate_request.h"
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/sasl_authenticate_request.h"
+#include "net/kafka/messages/sasl_authenticate_response.h"
+#include "net/kafka/messages/sasl_handshake_request.h"
+#include "net/kafka/messages/sasl_handshake_response.h"
 
 namespace brook::net {
 
