@@ -249,6 +249,11 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.cluster_id = std::string(kClusterId);
   bc.advertised = o.brokers[static_cast<size_t>(index)];
   if (o.inter_broker_sasl != nullptr) bc.inter_broker_sasl = *o.inter_broker_sasl;
+  if (o.inter_broker_tls != nullptr) {
+    // A non-owning handle: the context outlives the node.
+    bc.inter_broker_tls = std::shared_ptr<const net::tls::Context>(std::shared_ptr<const net::tls::Context>(),
+                                                                   o.inter_broker_tls);
+  }
   if (!o.external.empty()) {
     bc.other_listeners.emplace_back(std::string(kExternalListener), o.external[static_cast<size_t>(index)]);
   }
@@ -295,16 +300,17 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   tasks.spawn(controller.run());
   broker::Broker* b = &broker;
   auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br, std::string_view name,
-                  const net::SaslPlainUsers* sasl) -> io::Task<void> {
+                  const net::SaslPlainUsers* sasl, const net::tls::Context* tls) -> io::Task<void> {
     while (!br->serving()) co_await x->clock().sleep_for(10ms);
     net::ServeOptions options = br->serve_options(name);
     options.sasl = sasl;
+    options.tls = tls;
     (void)co_await net::serve(
         *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, options);
   };
-  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), o.sasl));
+  tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), o.sasl, o.tls));
   if (external_listener != nullptr) {
-    tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener, o.external_sasl));
+    tasks.spawn(serve(ctx, external_listener.get(), b, kExternalListener, o.external_sasl, nullptr));
   }
   // Until the broker or the metadata log stops (a failed log): the node
   // then goes down, and the fault schedule power-cycles it. Or until a

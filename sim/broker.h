@@ -95,6 +95,11 @@ struct ServerNodeOptions {
   // as `inter_broker_sasl` (both outliving the node).
   const net::SaslPlainUsers* sasl = nullptr;
   const net::SaslCredentials* inter_broker_sasl = nullptr;
+  // When set, the first client listener is SSL (SASL_SSL with `sasl`) with
+  // this server context, and the brokers connect to each other with
+  // `inter_broker_tls` (both outliving the node).
+  const net::tls::Context* tls = nullptr;
+  const net::tls::Context* inter_broker_tls = nullptr;
   int partitions = 1;                    // num.partitions
   int replication_factor = 1;            // default.replication.factor
   int min_insync = 1;                    // min.insync.replicas

@@ -6,7 +6,8 @@
 // a producer that bootstraps from the second listener writes with
 // acks=all through it while the replicas fetch from each other on the
 // first. An EXTERNAL listener with SASL PLAIN answers only ApiVersions and
-// the SASL exchange until a client authenticates.
+// the SASL exchange until a client authenticates; brokers replicate over
+// SASL and over SASL_SSL listeners.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -37,6 +38,8 @@
 #include "net/kafka/frame.h"
 #include "net/kafka/rpc.h"
 #include "net/kafka/sasl.h"
+#include "net/tls/test_certificates.h"
+#include "net/tls/tls.h"
 #include "sim/broker.h"
 #include "sim/test_cluster.h"
 #include "sim/world.h"
@@ -299,16 +302,27 @@ struct Produced {
   int acknowledged = 0;
   std::string first_error;
   bool refused_wrong_password = false;
+  bool untrusted_refused = false;
+  std::string untrusted_error;
   bool done = false;
 };
 
-io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers, Produced* out) {
+// 20 records with acks=all as alice, then one with a wrong password;
+// over TLS trusting `tls` when set, and then once more with a context that
+// does not trust the brokers' certificates (`untrusting`).
+io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers, Produced* out,
+                             const net::tls::Context* tls = nullptr, const net::tls::Context* untrusting = nullptr) {
+  // A non-owning handle on a context that outlives the test's world.
+  auto handle = [](const net::tls::Context* c) {
+    return std::shared_ptr<const net::tls::Context>(std::shared_ptr<const net::tls::Context>(), c);
+  };
   co_await ctx->clock().sleep_for(3s);
   {
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "sasl-producer");
     config.client.allow_auto_create_topics = true;
     config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
+    if (tls != nullptr) config.client.tls = handle(tls);
     client::Producer producer(*ctx, config);
     for (int i = 0; i < 20; ++i) {
       client::ProducerRecord record;
@@ -326,12 +340,26 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "guessing-producer");
     config.client.sasl = net::SaslCredentials{"alice", "guess"};
+    if (tls != nullptr) config.client.tls = handle(tls);
     client::Producer producer(*ctx, config);
     client::ProducerRecord record;
     record.topic = "over-sasl";
     record.value = io::Buffer::copy_of(std::string_view("x"));
     absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
     out->refused_wrong_password = absl::IsUnauthenticated(m.status());
+  }
+  if (untrusting != nullptr) {
+    client::ProducerConfig config;
+    config.client = sim_client_options(brokers, "untrusting-producer");
+    config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
+    config.client.tls = handle(untrusting);
+    client::Producer producer(*ctx, config);
+    client::ProducerRecord record;
+    record.topic = "over-sasl";
+    record.value = io::Buffer::copy_of(std::string_view("x"));
+    absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+    out->untrusted_refused = absl::IsUnauthenticated(m.status());
+    out->untrusted_error = m.status().ToString();
   }
   out->done = true;
 }
@@ -355,6 +383,44 @@ TEST(Listeners, BrokersReplicateOverASaslInterBrokerListener) {
   // acks=all, min.insync.replicas=2: followers fetched over SASL.
   EXPECT_EQ(produced.acknowledged, 20) << produced.first_error;
   EXPECT_TRUE(produced.refused_wrong_password);
+}
+
+// SASL_SSL between brokers and for clients: the followers fetch over TLS
+// (their certificates checked against the addresses they are reached at)
+// and log in; a client that does not trust the brokers' certificate is
+// refused at once.
+TEST(Listeners, BrokersReplicateOverATlsInterBrokerListener) {
+  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+      R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="b-secret"
+         user_alice="alice-secret";)");
+  static const net::SaslCredentials broker_login{"broker", "b-secret"};
+  net::tls::Settings server;
+  server.keystore_certificate_chain = std::string(net::tls::testing::kSimCertificate);
+  server.keystore_key = std::string(net::tls::testing::kSimKey);
+  static const std::shared_ptr<const net::tls::Context> server_tls = *net::tls::Context::server(server);
+  net::tls::Settings client;
+  client.truststore_certificates = std::string(net::tls::testing::kCaCertificate);
+  static const std::shared_ptr<const net::tls::Context> client_tls = *net::tls::Context::client(client);
+  net::tls::Settings stranger;
+  stranger.truststore_certificates = std::string(net::tls::testing::kOtherCertificate);
+  static const std::shared_ptr<const net::tls::Context> stranger_tls = *net::tls::Context::client(stranger);
+  TestCluster cluster(17, 3, [](ServerNodeOptions& o) {
+    o.sasl = &users;
+    o.inter_broker_sasl = &broker_login;
+    o.tls = server_tls.get();
+    o.inter_broker_tls = client_tls.get();
+    o.min_insync = 2;
+    o.offsets_replication_factor = 3;
+  });
+  Produced produced;
+  cluster.client->start([&](io::Context& ctx) {
+    return sasl_producer(&ctx, cluster.brokers, &produced, client_tls.get(), stranger_tls.get());
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return produced.done; }, 300s));
+  EXPECT_EQ(produced.acknowledged, 20) << produced.first_error;
+  EXPECT_TRUE(produced.refused_wrong_password);
+  EXPECT_TRUE(produced.untrusted_refused) << produced.untrusted_error;
+  EXPECT_NE(produced.untrusted_error.find("certificate verification"), std::string::npos) << produced.untrusted_error;
 }
 
 }  // namespace

@@ -3,17 +3,18 @@
 // The client tools, after Kafka's shell tools, on the client library
 // (net/client):
 //
-//   brook topics --bootstrap-server H:P --list | --describe [--topic T]
+//   brook topics --bootstrap-server H:P [--command-config F] --list | --describe [--topic T]
 //         | --create --topic T [--partitions N] [--replication-factor R] [--config K=V]... [--if-not-exists]
 //         | --delete --topic T [--if-exists]
 //         | --alter --topic T [--partitions N] [--config K=V]... [--delete-config K]...
 //   brook produce --bootstrap-server H:P --topic T [--partition P] [--property parse.key=true]
 //         [--property key.separator=SEP] [--producer-property K=V]... [--request-required-acks A]
-//         [--compression-codec C]
+//         [--compression-codec C] [--producer.config F]
 //   brook consume --bootstrap-server H:P --topic T [--partition P] [--from-beginning]
 //         [--offset N|earliest|latest] [--max-messages N] [--timeout-ms MS]
 //         [--property print.key|print.offset|print.partition|print.timestamp=true]
 //         [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]
+//         [--consumer.config F]
 //   brook perf produce --bootstrap-server H:P --topic T --num-records N --record-size S
 //         [--throughput RECORDS_PER_S] [--producer-props K=V ...]
 //   brook perf consume --bootstrap-server H:P --topic T --messages N [--timeout-ms MS]
@@ -99,6 +100,19 @@ absl::Status bad_option(std::string_view name, std::string_view value) {
   return absl::InvalidArgumentError(fmt::format("bad argument {} {}", name, value));
 }
 
+// Every property of a --producer.config / --consumer.config file, through
+// `set` (set_producer_property or set_consumer_property).
+template <typename Config>
+absl::Status set_properties_from(std::string_view path, Config* config,
+                                 absl::Status (*set)(std::string_view, std::string_view, Config*)) {
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> props = read_properties_file(std::string(path));
+  if (!props.ok()) return props.status();
+  for (const auto& [key, value] : *props) {
+    if (absl::Status s = set(key, value, config); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 // The options every client tool takes: --bootstrap-server, --topic,
 // --partition. Sets *handled when `name` is one of them.
 struct CommonArgs {
@@ -117,6 +131,19 @@ struct CommonArgs {
       *topic = std::string(value);
       return absl::OkStatus();
     }
+    if (name == "--command-config") {
+      // Kafka's admin tools' client properties file (security settings).
+      absl::StatusOr<std::vector<std::pair<std::string, std::string>>> props =
+          read_properties_file(std::string(value));
+      if (!props.ok()) return props.status();
+      for (const auto& [key, v] : *props) {
+        bool known = false;
+        if (absl::Status s = set_client_property(key, v, client, &known); !s.ok()) return s;
+        if (!known) std::fprintf(stderr, "warning: %s: %s is not a client property; ignored\n",
+                                 std::string(value).c_str(), key.c_str());
+      }
+      return absl::OkStatus();
+    }
     if (name == "--partition" && partition != nullptr) {
       if (parse_number(value).value_or(-1) < 0 || *parse_number(value) > INT32_MAX) return bad_option(name, value);
       *partition = static_cast<int32_t>(*parse_number(value));
@@ -131,7 +158,7 @@ struct CommonArgs {
 // brook topics
 
 constexpr std::string_view kTopicsUsage =
-    "brook topics --bootstrap-server H:P --list | --describe [--topic T]\n"
+    "brook topics --bootstrap-server H:P [--command-config F] --list | --describe [--topic T]\n"
     "       | --create --topic T [--partitions N] [--replication-factor R] [--config K=V]... [--if-not-exists]\n"
     "       | --delete --topic T [--if-exists]\n"
     "       | --alter --topic T [--partitions N] [--config K=V]... [--delete-config K]...";
@@ -284,6 +311,7 @@ int topics_main(Args args) {
         }
         return absl::OkStatus();
       });
+  if (parsed.ok()) parsed = finish_client_options(&a.client);
   if (!parsed.ok()) {
     fail_usage("topics", std::string(parsed.message()), kTopicsUsage);
     return 2;
@@ -308,7 +336,7 @@ namespace {
 constexpr std::string_view kProduceUsage =
     "brook produce --bootstrap-server H:P --topic T [--partition P] [--property parse.key=true]\n"
     "       [--property key.separator=SEP] [--producer-property K=V]... [--request-required-acks A]\n"
-    "       [--compression-codec C]";
+    "       [--compression-codec C] [--producer.config F]";
 
 struct ProduceArgs {
   client::ProducerConfig config;
@@ -417,6 +445,7 @@ int produce_main(Args args) {
     if (name == "--request-required-acks") return set_producer_property("acks", value, &a.config);
     if (name == "--compression-codec") return set_producer_property("compression.type", value, &a.config);
     if (name == "--producer-property" && split_property(value, &key, &v)) return set_producer_property(key, v, &a.config);
+    if (name == "--producer.config") return set_properties_from(value, &a.config, set_producer_property);
     if (name == "--property" && split_property(value, &key, &v)) {
       if (key == "parse.key") {
         a.parse_key = v == "true";
@@ -429,6 +458,7 @@ int produce_main(Args args) {
     }
     return bad_option(name, value);
   });
+  if (parsed.ok()) parsed = finish_client_options(&a.config.client);
   if (!parsed.ok()) {
     fail_usage("produce", std::string(parsed.message()), kProduceUsage);
     return 2;
@@ -450,7 +480,8 @@ constexpr std::string_view kConsumeUsage =
     "brook consume --bootstrap-server H:P --topic T [--partition P] [--from-beginning]\n"
     "       [--offset N|earliest|latest] [--max-messages N] [--timeout-ms MS]\n"
     "       [--property print.key|print.offset|print.partition|print.timestamp=true]\n"
-    "       [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]";
+    "       [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]\n"
+    "       [--consumer.config F]";
 
 struct ConsumeArgs {
   client::ConsumerConfig config;
@@ -561,6 +592,8 @@ int consume_main(Args args) {
           return set_consumer_property("isolation.level", value, &a.config);
         } else if (name == "--consumer-property" && split_property(value, &key, &v)) {
           return set_consumer_property(key, v, &a.config);
+        } else if (name == "--consumer.config") {
+          return set_properties_from(value, &a.config, set_consumer_property);
         } else if (name == "--property" && split_property(value, &key, &v)) {
           static const std::map<std::string, bool ConsumeArgs::*, std::less<>> kPrints = {
               {"print.key", &ConsumeArgs::print_key},
@@ -579,6 +612,7 @@ int consume_main(Args args) {
         }
         return absl::OkStatus();
       });
+  if (parsed.ok()) parsed = finish_client_options(&a.config.client);
   if (!parsed.ok()) {
     fail_usage("consume", std::string(parsed.message()), kConsumeUsage);
     return 2;
@@ -798,6 +832,12 @@ int perf_main(Args args) {
       return 2;
     }
   }
+  for (client::ClientOptions* c : {&a.producer.client, &a.consumer.client}) {
+    if (absl::Status s = finish_client_options(c); !s.ok()) {
+      fail_usage("perf", std::string(s.message()), kPerfUsage);
+      return 2;
+    }
+  }
   if (!have_bootstrap || a.topic.empty() || a.records <= 0) {
     fail_usage("perf", "--bootstrap-server, --topic and --num-records/--messages are required", kPerfUsage);
     return 2;
@@ -812,7 +852,7 @@ int perf_main(Args args) {
 namespace {
 
 constexpr std::string_view kGroupsUsage =
-    "brook groups --bootstrap-server H:P --list\n"
+    "brook groups --bootstrap-server H:P [--command-config F] --list\n"
     "       | --describe --group G [--state | --members]\n"
     "       | --delete --group G\n"
     "       | --reset-offsets --group G (--topic T | --all-topics)\n"
@@ -1034,6 +1074,7 @@ int groups_main(Args args) {
         }
         return absl::OkStatus();
       });
+  if (parsed.ok()) parsed = finish_client_options(&a.client);
   if (!parsed.ok()) {
     fail_usage("groups", std::string(parsed.message()), kGroupsUsage);
     return 2;
@@ -1063,7 +1104,7 @@ namespace brook::tools {
 namespace {
 
 constexpr std::string_view kTransactionsUsage =
-    "brook transactions --bootstrap-server H:P list\n"
+    "brook transactions --bootstrap-server H:P [--command-config F] list\n"
     "       | describe --transactional-id ID\n"
     "       | describe-producers --topic T --partition P\n"
     "       | find-hanging [--topic T [--partition P] | --broker-id N] [--max-transaction-timeout MINUTES]\n"
@@ -1197,6 +1238,7 @@ int transactions_main(Args args) {
                      }
                      return absl::OkStatus();
                    });
+  if (parsed.ok()) parsed = finish_client_options(&a.client);
   if (!parsed.ok()) {
     fail_usage("transactions", std::string(parsed.message()), kTransactionsUsage);
     return 2;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "io/real/real_node.h"
 #include "net/kafka/sasl.h"
+#include "net/tls/tls.h"
 
 namespace brook::tools {
 
@@ -54,6 +57,8 @@ absl::Status parse_bool(std::string_view key, std::string_view value, bool* out)
   return absl::OkStatus();
 }
 
+}  // namespace
+
 absl::Status set_client_property(std::string_view key, std::string_view value, client::ClientOptions* c,
                                  bool* known) {
   *known = true;
@@ -66,17 +71,24 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
   if (key == "retry.backoff.ms") return parse_ms(key, value, &c->retry_backoff);
   if (key == "allow.auto.create.topics") return parse_bool(key, value, &c->allow_auto_create_topics);
   // SASL PLAIN (librdkafka's sasl.username / sasl.password, or the Java
-  // clients' sasl.jaas.config); credentials imply SASL_PLAINTEXT.
+  // clients' sasl.jaas.config; credentials imply SASL) and TLS (the ssl.*
+  // names of both).
   if (key == "security.protocol") {
-    if (value == "PLAINTEXT") {
-      c->sasl.reset();
-    } else if (value == "SASL_PLAINTEXT") {
-      if (!c->sasl.has_value()) c->sasl.emplace();
-    } else {
+    if (value != "PLAINTEXT" && value != "SSL" && value != "SASL_PLAINTEXT" && value != "SASL_SSL") {
       return absl::InvalidArgumentError(
-          fmt::format("security.protocol={}: PLAINTEXT and SASL_PLAINTEXT are supported", value));
+          fmt::format("security.protocol={}: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", value));
     }
+    const bool sasl = value.starts_with("SASL_");
+    if (!sasl) c->sasl.reset();
+    if (sasl && !c->sasl.has_value()) c->sasl.emplace();
+    c->use_tls = value.ends_with("SSL");
     return absl::OkStatus();
+  }
+  if (key.starts_with("ssl.") || key == "enable.ssl.certificate.verification") {
+    bool tls_known = false;
+    absl::Status s = net::tls::set_setting(&c->tls_settings, key, value, &tls_known);
+    if (!tls_known) return absl::InvalidArgumentError(fmt::format("{}: not supported", key));
+    return s;
   }
   if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
     if (value != net::kSaslPlain) return absl::InvalidArgumentError(fmt::format("{}={}: only PLAIN is supported", key, value));
@@ -99,7 +111,25 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
   return absl::OkStatus();
 }
 
-}  // namespace
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_properties_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
+  std::vector<std::pair<std::string, std::string>> out;
+  auto trim = [](std::string_view t) {
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+    return std::string(t);
+  };
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == '!') continue;
+    const size_t eq = t.find_first_of("=:");
+    if (eq == std::string::npos) return absl::InvalidArgumentError(fmt::format("{}: '{}' is not key=value", path, t));
+    out.emplace_back(trim(std::string_view(t).substr(0, eq)), trim(std::string_view(t).substr(eq + 1)));
+  }
+  return out;
+}
 
 int run_client_tool(std::string_view name, std::function<io::Task<int>(io::Context&)> main) {
   io::real::RealNodeOptions options;
@@ -115,6 +145,17 @@ int run_client_tool(std::string_view name, std::function<io::Task<int>(io::Conte
   (*node)->scope().spawn(run_main(&main, &(*node)->context(), &code, &done));
   (*node)->run_until([&] { return done; });
   return code;
+}
+
+absl::Status finish_client_options(client::ClientOptions* c) {
+  if (!c->use_tls) {
+    c->tls.reset();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::client(c->tls_settings);
+  if (!context.ok()) return absl::InvalidArgumentError(fmt::format("TLS: {}", std::string(context.status().message())));
+  c->tls = std::move(*context);
+  return absl::OkStatus();
 }
 
 absl::Status parse_bootstrap(std::string_view text, client::ClientOptions* out) {

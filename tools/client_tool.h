@@ -9,9 +9,11 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "io/context.h"
 #include "io/task.h"
 #include "net/client/consumer.h"
@@ -31,9 +33,29 @@ absl::Status parse_bootstrap(std::string_view text, client::ClientOptions* out);
 // request.timeout.ms, retry.backoff.ms, max.in.flight.requests.per.connection,
 // max.request.size, buffer.memory, client.id, bootstrap.servers; fetch.*,
 // max.partition.fetch.bytes, isolation.level, auto.offset.reset, check.crcs,
-// max.poll.records). InvalidArgument for unknown names or bad values.
+// max.poll.records; security.protocol, sasl.*, ssl.*). InvalidArgument for
+// unknown names or bad values.
 absl::Status set_producer_property(std::string_view key, std::string_view value, client::ProducerConfig* config);
 absl::Status set_consumer_property(std::string_view key, std::string_view value, client::ConsumerConfig* config);
+
+// Sets one property every client takes (bootstrap.servers, client.id,
+// request.timeout.ms, retry.backoff.ms, allow.auto.create.topics,
+// security.protocol, sasl.*, ssl.*); *known is false, and nothing
+// changes, for any other name.
+absl::Status set_client_property(std::string_view key, std::string_view value, client::ClientOptions* client,
+                                 bool* known);
+
+// The key=value lines of a Java properties file (--command-config,
+// --producer.config, --consumer.config), '#' and '!' lines skipped.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_properties_file(const std::string& path);
+
+// After the properties: makes the TLS context security.protocol=SSL or
+// SASL_SSL asks for from the ssl.* properties (ssl.ca.location or
+// ssl.truststore.location, ssl.certificate.location and ssl.key.location
+// or ssl.keystore.*, ssl.endpoint.identification.algorithm,
+// enable.ssl.certificate.verification). InvalidArgument when a file
+// cannot be loaded.
+absl::Status finish_client_options(client::ClientOptions* client);
 
 // "key=value" split at the first '='.
 bool split_property(std::string_view text, std::string* key, std::string* value);

@@ -23,7 +23,12 @@
 //   node.id
 //   listeners                    NAME://host:port,...   (client listeners and CONTROLLER)
 //   advertised.listeners         NAME://host:port,...
-//   listener.security.protocol.map  NAME:PROTOCOL,...   (PLAINTEXT; SASL_PLAINTEXT for clients)
+//   listener.security.protocol.map  NAME:PROTOCOL,...   (PLAINTEXT; SSL, SASL_PLAINTEXT and
+//                                                        SASL_SSL for clients)
+//   ssl.keystore.location / .password, ssl.key.password, ssl.keystore.certificate.chain,
+//   ssl.keystore.key, ssl.truststore.location / .password / .certificates, ssl.client.auth,
+//   ssl.enabled.protocols, ssl.cipher.suites, ssl.endpoint.identification.algorithm
+//                                (each also as listener.name.NAME.ssl.*; PKCS12 or PEM stores)
 //   sasl.enabled.mechanisms, listener.name.NAME.sasl.enabled.mechanisms  (PLAIN)
 //   listener.name.NAME.plain.sasl.jaas.config  (PlainLoginModule, user_NAME="PASSWORD";
 //                                              username and password on the inter-broker one)
@@ -89,6 +94,7 @@
 #include "io/scope.h"
 #include "io/status.h"
 #include "net/kafka/sasl.h"
+#include "net/tls/tls.h"
 #include "raft/raft_node.h"
 #include "tools/commands.h"
 
@@ -172,11 +178,6 @@ absl::StatusOr<std::map<std::string, io::Address>> parse_listeners(const std::st
   return out;
 }
 
-// A SASL_PLAINTEXT listener's settings: sasl.enabled.mechanisms (its
-// listener.name.NAME. form first) must be PLAIN, and
-// listener.name.NAME.plain.sasl.jaas.config names the users (a
-// PlainLoginModule with user_NAME="PASSWORD" options), as Kafka's broker
-// reads them.
 // "listener.name.<name in lower case>.", the prefix of a listener's own
 // settings.
 std::string listener_prefix(std::string_view name) {
@@ -186,6 +187,11 @@ std::string listener_prefix(std::string_view name) {
   return prefix;
 }
 
+// A SASL_PLAINTEXT or SASL_SSL listener's settings:
+// sasl.enabled.mechanisms (its listener.name.NAME. form first) must be
+// PLAIN, and listener.name.NAME.plain.sasl.jaas.config names the users (a
+// PlainLoginModule with user_NAME="PASSWORD" options), as Kafka's broker
+// reads them.
 template <typename Get>
 absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const Get& get) {
   const std::string prefix = listener_prefix(name);
@@ -204,7 +210,7 @@ absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const
   std::optional<std::string> jaas = get(jaas_key);
   if (!jaas.has_value()) {
     return absl::InvalidArgumentError(fmt::format(
-        "listener {} is SASL_PLAINTEXT and {} is not set (org.apache.kafka.common.security.plain.PlainLoginModule "
+        "listener {} uses SASL and {} is not set (org.apache.kafka.common.security.plain.PlainLoginModule "
         "required user_NAME=\"PASSWORD\" ...;)",
         name, jaas_key));
   }
@@ -213,6 +219,26 @@ absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const
     return absl::InvalidArgumentError(fmt::format("{}: {}", jaas_key, std::string(users.status().message())));
   }
   return users;
+}
+
+// An SSL or SASL_SSL listener's TLS settings: the ssl.* properties, each
+// in its listener.name.NAME. form first, as Kafka's broker reads them. As
+// in Kafka (KIP-684), a SASL_SSL listener asks for client certificates
+// only when its own ssl.client.auth says so.
+template <typename Get>
+absl::StatusOr<net::tls::Settings> tls_settings(const std::string& name, bool sasl, const Get& get) {
+  const std::string prefix = listener_prefix(name);
+  absl::StatusOr<net::tls::Settings> settings =
+      net::tls::settings_from([&](std::string_view key) -> std::optional<std::string> {
+        if (std::optional<std::string> own = get(prefix + std::string(key))) return own;
+        if (sasl && key == "ssl.client.auth") return std::nullopt;
+        return get(std::string(key));
+      });
+  if (!settings.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("listener {}: {}", name, std::string(settings.status().message())));
+  }
+  return settings;
 }
 
 struct ServerArgs {
@@ -237,13 +263,21 @@ struct ServerConfig {
     std::string name;
     io::Address listen;
     io::Address advertised;
-    // SASL_PLAINTEXT: the PLAIN users its clients authenticate as.
+    // SASL_PLAINTEXT and SASL_SSL: the PLAIN users its clients
+    // authenticate as.
     std::optional<net::SaslPlainUsers> sasl;
+    // SSL and SASL_SSL: the server side of TLS, and the settings it came
+    // from.
+    std::shared_ptr<const net::tls::Context> tls;
+    net::tls::Settings tls_settings;
   };
   std::vector<BrokerListener> broker_listeners;
   // The credentials brokers log in with when the inter-broker listener is
-  // SASL_PLAINTEXT.
+  // SASL_PLAINTEXT or SASL_SSL.
   std::optional<net::SaslCredentials> inter_broker_sasl;
+  // The client side of TLS brokers connect to each other with when the
+  // inter-broker listener is SSL or SASL_SSL.
+  std::shared_ptr<const net::tls::Context> inter_broker_tls;
   std::map<int32_t, io::Address> voters;
   broker::BrokerConfig broker_config;
   controller::ControllerConfig controller_config;
@@ -308,9 +342,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   }
   // Every listener's security protocol (listener.security.protocol.map;
   // as in Kafka, the controller's listener is PLAINTEXT when the map is
-  // not given). PLAINTEXT, and SASL_PLAINTEXT with PLAIN for clients, are
-  // served: a listener asking for TLS is refused rather than served
-  // without it.
+  // not given). Client listeners may be PLAINTEXT, SSL, SASL_PLAINTEXT or
+  // SASL_SSL (SASL with PLAIN); the controller's is PLAINTEXT.
   std::map<std::string, std::string> protocols;
   const std::optional<std::string> protocol_map = get("listener.security.protocol.map");
   for (const std::string& entry : split_list(
@@ -328,11 +361,14 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       return absl::InvalidArgumentError(
           fmt::format("no security protocol for listener {} (listener.security.protocol.map)", name));
     }
-    const bool sasl = it->second == "SASL_PLAINTEXT" && name != c.controller_listener;
-    if (it->second != "PLAINTEXT" && !sasl) {
+    const std::string& protocol = it->second;
+    if (name == c.controller_listener ? protocol != "PLAINTEXT"
+                                      : protocol != "PLAINTEXT" && protocol != "SSL" &&
+                                            protocol != "SASL_PLAINTEXT" && protocol != "SASL_SSL") {
       return absl::InvalidArgumentError(fmt::format(
-          "listener {} is {}: PLAINTEXT listeners are served, and SASL_PLAINTEXT for clients (no TLS)", name,
-          it->second));
+          "listener {} is {}: client listeners may be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, and the "
+          "controller's listener is PLAINTEXT",
+          name, protocol));
     }
   }
   for (auto& [name, address] : advertised) {
@@ -357,8 +393,18 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       l.name = name;
       l.listen = address;
       l.advertised = advertised.at(name);
-      if (protocols.at(name) == "SASL_PLAINTEXT") {
+      const std::string& protocol = protocols.at(name);
+      if (protocol == "SASL_PLAINTEXT" || protocol == "SASL_SSL") {
         ASSIGN_OR_RETURN(l.sasl, sasl_listener(name, get));
+      }
+      if (protocol == "SSL" || protocol == "SASL_SSL") {
+        ASSIGN_OR_RETURN(l.tls_settings, tls_settings(name, protocol == "SASL_SSL", get));
+        absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::server(l.tls_settings);
+        if (!context.ok()) {
+          return absl::InvalidArgumentError(
+              fmt::format("listener {}: {}", name, std::string(context.status().message())));
+        }
+        l.tls = std::move(*context);
       }
     }
     if (c.broker_listeners.empty()) {
@@ -381,6 +427,19 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
           named ? "inter.broker.listener.name" : "security.inter.broker.protocol", *inter, fmt::join(names, ", ")));
     }
     if (it != c.broker_listeners.end()) std::rotate(c.broker_listeners.begin(), it, it + 1);
+    if (c.broker_listeners.front().tls != nullptr) {
+      // Brokers connect to each other with the listener's own settings:
+      // its trust store checks the other's certificate (and host name,
+      // ssl.endpoint.identification.algorithm), its key store answers a
+      // listener that requires client certificates.
+      const ServerConfig::BrokerListener& l = c.broker_listeners.front();
+      absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::client(l.tls_settings);
+      if (!context.ok()) {
+        return absl::InvalidArgumentError(fmt::format("the inter-broker listener {}, as a client: {}", l.name,
+                                                      std::string(context.status().message())));
+      }
+      c.inter_broker_tls = std::move(*context);
+    }
     if (c.broker_listeners.front().sasl.has_value()) {
       // Brokers authenticate to each other as the username and password
       // options of that listener's JAAS entry, with
@@ -389,7 +448,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       const std::string mechanism = get("sasl.mechanism.inter.broker.protocol").value_or("GSSAPI");
       if (mechanism != net::kSaslPlain) {
         return absl::InvalidArgumentError(fmt::format(
-            "the inter-broker listener {} is SASL_PLAINTEXT and sasl.mechanism.inter.broker.protocol is {}: only "
+            "the inter-broker listener {} uses SASL and sasl.mechanism.inter.broker.protocol is {}: only "
             "PLAIN is supported",
             name, mechanism));
       }
@@ -437,6 +496,7 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   b.node_id = c.node_id;
   if (c.broker) {
     b.inter_broker_sasl = c.inter_broker_sasl;
+    b.inter_broker_tls = c.inter_broker_tls;
     b.listener_name = c.broker_listeners.front().name;
     b.advertised = c.broker_listeners.front().advertised;
     for (size_t i = 1; i < c.broker_listeners.size(); ++i) {
@@ -773,9 +833,10 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
   }
   for (size_t i = 0; i < broker_listeners.size(); ++i) {
-    std::printf("brook server: broker listening on %s (%s%s, advertised as %s)\n",
+    std::printf("brook server: broker listening on %s (%s%s%s, advertised as %s)\n",
                 broker_listeners[i]->address().to_string().c_str(), c.broker_listeners[i].name.c_str(),
-                c.broker_listeners[i].sasl ? ", SASL PLAIN" : "", c.broker_listeners[i].advertised.to_string().c_str());
+                c.broker_listeners[i].tls ? ", TLS" : "", c.broker_listeners[i].sasl ? ", SASL PLAIN" : "",
+                c.broker_listeners[i].advertised.to_string().c_str());
   }
   std::fflush(stdout);
 
@@ -800,9 +861,9 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
       *stopped = true;
     };
     broker_tasks.spawn(run_broker(broker.get(), &failed));
-    auto serve = [](io::Context* ctx, io::Listener* l, const std::string* listener,
-                    const net::SaslPlainUsers* sasl, broker::Broker* b, bool* stopped) -> io::Task<void> {
-      const std::string& name = *listener;
+    auto serve = [](io::Context* ctx, io::Listener* l, const ServerConfig::BrokerListener* listener,
+                    broker::Broker* b, bool* stopped) -> io::Task<void> {
+      const std::string& name = listener->name;
       // As Kafka's brokers do, clients are served once the controller has
       // unfenced this broker: before that, Metadata would list no broker.
       // Connections made meanwhile wait in the listen backlog.
@@ -810,16 +871,15 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
       std::printf("brook server: broker %d is serving clients on %s\n", b->node_id(), name.c_str());
       std::fflush(stdout);
       net::ServeOptions options = b->serve_options(name);
-      options.sasl = sasl;
+      options.sasl = listener->sasl.has_value() ? &*listener->sasl : nullptr;
+      options.tls = listener->tls.get();
       absl::Status s =
           co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, options);
       std::fprintf(stderr, "brook server: broker listener %s stopped: %s\n", name.c_str(), s.ToString().c_str());
       *stopped = true;
     };
     for (size_t i = 0; i < broker_listeners.size(); ++i) {
-      broker_tasks.spawn(serve(ctx, broker_listeners[i].get(), &c.broker_listeners[i].name,
-                               c.broker_listeners[i].sasl ? &*c.broker_listeners[i].sasl : nullptr, broker.get(),
-                               &failed));
+      broker_tasks.spawn(serve(ctx, broker_listeners[i].get(), &c.broker_listeners[i], broker.get(), &failed));
     }
   }
   while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);

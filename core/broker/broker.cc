@@ -67,6 +67,11 @@ Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
       pool->set_sasl(&*config_.inter_broker_sasl);
     }
   }
+  if (config_.inter_broker_tls != nullptr) {
+    for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
+      pool->set_tls(config_.inter_broker_tls.get());
+    }
+  }
 }
 
 Broker::~Broker() = default;

@@ -144,6 +144,9 @@ struct BrokerConfig {
   // credentials this broker authenticates with to the others (and to
   // itself) on it.
   std::optional<net::SaslCredentials> inter_broker_sasl;
+  // When the inter-broker listener is SSL or SASL_SSL: the client side of
+  // TLS this broker connects to the others (and to itself) with.
+  std::shared_ptr<const net::tls::Context> inter_broker_tls;
   std::optional<std::string> rack;  // broker.rack
   // The data directory as DescribeLogDirs names it (log.dirs).
   std::string log_dir = "data";

@@ -54,6 +54,7 @@ net::Peer& Cluster::peer_for(const io::Address& address) {
                                                            options_.client_id, options_.max_response_bytes))
              .first;
     if (options_.sasl.has_value()) it->second->set_sasl(&*options_.sasl);
+    it->second->set_tls(options_.tls.get());
   }
   return *it->second;
 }

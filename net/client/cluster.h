@@ -32,6 +32,7 @@
 #include "net/kafka/rpc.h"
 #include "net/kafka/sasl.h"
 #include "net/kafka/wire.h"
+#include "net/tls/tls.h"
 
 namespace brook::client {
 
@@ -84,6 +85,14 @@ struct ClientOptions {
   // security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN: every
   // connection authenticates as these credentials first.
   std::optional<net::SaslCredentials> sasl;
+  // security.protocol=SSL or SASL_SSL: every connection runs a TLS
+  // handshake first, with this context (net/tls/tls.h), checking each
+  // broker's certificate against the host name it is reached at.
+  std::shared_ptr<const net::tls::Context> tls;
+  // What the tools make `tls` from (security.protocol and the ssl.*
+  // client properties, tools/client_tool.h).
+  bool use_tls = false;
+  net::tls::Settings tls_settings;
 };
 
 class Cluster {

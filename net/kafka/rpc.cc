@@ -77,13 +77,20 @@ io::Task<absl::Status> authenticate_plain(io::Connection& conn, const SaslCreden
   co_return absl::OkStatus();
 }
 
-// Connects to `address`, authenticating with `sasl` when set.
+// Connects to `address`, with TLS when `tls` is set, then authenticating
+// with `sasl` when set.
 io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> connect_to(io::Network* network,
                                                                     const io::Address* address,
+                                                                    const tls::Context* tls,
                                                                     const SaslCredentials* sasl,
                                                                     const std::string* client_id) {
   absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await network->connect(*address);
-  if (!conn.ok() || sasl == nullptr) co_return conn;
+  if (!conn.ok()) co_return conn;
+  if (tls != nullptr) {
+    conn = co_await tls::connect(tls, &*conn, &address->host);
+    if (!conn.ok()) co_return conn;
+  }
+  if (sasl == nullptr) co_return conn;
   if (absl::Status s = co_await authenticate_plain(**conn, *sasl, *client_id); !s.ok()) {
     (*conn)->close();
     co_return s;
@@ -97,7 +104,8 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange_on(std::unique_ptr<io::Conne
                                                        io::BufferChain frame,
                                                        int32_t correlation_id) {
   if (*slot == nullptr) {
-    absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await connect_to(network_, &address_, sasl_, &client_id_);
+    absl::StatusOr<std::unique_ptr<io::Connection>> conn =
+        co_await connect_to(network_, &address_, tls_, sasl_, &client_id_);
     if (!conn.ok()) co_return conn.status();
     *slot = std::move(*conn);
   }
@@ -123,6 +131,7 @@ Peer& PeerPool::get(int32_t id, const io::Address& address) {
     if (slot != nullptr && slot->in_flight() > 0) retired_.push_back(std::move(slot));
     slot = std::make_unique<Peer>(*network_, *clock_, address, client_id_);
     slot->set_sasl(sasl_);
+    slot->set_tls(tls_);
   }
   return *slot;
 }
@@ -153,18 +162,19 @@ io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration time
     conn = std::move(idle_.back());
     idle_.pop_back();
   }
-  auto write = [](io::Network* network, const io::Address* address, const SaslCredentials* sasl,
-                  const std::string* client_id, std::unique_ptr<io::Connection>* slot,
+  auto write = [](io::Network* network, const io::Address* address, const tls::Context* tls,
+                  const SaslCredentials* sasl, const std::string* client_id, std::unique_ptr<io::Connection>* slot,
                   io::BufferChain bytes) -> io::Task<absl::Status> {
     if (*slot == nullptr) {
-      absl::StatusOr<std::unique_ptr<io::Connection>> c = co_await connect_to(network, address, sasl, client_id);
+      absl::StatusOr<std::unique_ptr<io::Connection>> c =
+          co_await connect_to(network, address, tls, sasl, client_id);
       if (!c.ok()) co_return c.status();
       *slot = std::move(*c);
     }
     co_return co_await (*slot)->write_all(std::move(bytes));
   };
   auto result = co_await io::with_timeout(*clock_, timeout,
-                                          write(network_, &address_, sasl_, &client_id_, &conn, std::move(frame)));
+                                          write(network_, &address_, tls_, sasl_, &client_id_, &conn, std::move(frame)));
   if (!result.has_value()) {
     co_return absl::DeadlineExceededError(fmt::format("writing to {} took over {} ms", address_.to_string(),
                                                       std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));
@@ -180,6 +190,21 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
   FrameReader reader(options.max_request_bytes);
   const std::string client_host = "/" + conn->peer_address().host;
   const bool idle_limit = options.clock != nullptr && options.idle_timeout > io::Duration::zero();
+  if (options.tls != nullptr) {
+    absl::StatusOr<std::unique_ptr<io::Connection>> secure = absl::UnavailableError("handshake");
+    if (idle_limit) {
+      std::optional<absl::StatusOr<std::unique_ptr<io::Connection>>> shook =
+          co_await io::with_timeout(*options.clock, options.idle_timeout, tls::accept(options.tls, &conn));
+      if (shook.has_value()) secure = std::move(*shook);
+    } else {
+      secure = co_await tls::accept(options.tls, &conn);
+    }
+    if (!secure.ok()) {
+      if (conn != nullptr) conn->close();  // timed out before the handshake took it
+      co_return;
+    }
+    conn = std::move(*secure);
+  }
   std::optional<SaslServerSession> sasl;
   if (options.sasl != nullptr) {
     sasl.emplace(options.sasl);

@@ -36,6 +36,7 @@
 #include "io/time.h"
 #include "net/kafka/frame.h"
 #include "net/kafka/sasl.h"
+#include "net/tls/tls.h"
 
 namespace brook::net {
 
@@ -80,6 +81,10 @@ class Peer {
   // Every new connection authenticates with SASL PLAIN as `credentials`
   // (nullptr: none) before its first request. They must outlive the Peer.
   void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
+  // Every new connection runs a TLS handshake with `context` (nullptr:
+  // none) first, checking the certificate against the address's host. It
+  // must outlive the Peer.
+  void set_tls(const tls::Context* context) { tls_ = context; }
   // Drops the idle connections (e.g. when the peer is known to have moved).
   void reset() { idle_.clear(); }
   const io::Address& address() const { return address_; }
@@ -111,6 +116,7 @@ class Peer {
   std::string client_id_;
   int32_t max_response_bytes_;
   const SaslCredentials* sasl_ = nullptr;
+  const tls::Context* tls_ = nullptr;
   int32_t next_correlation_id_ = 1;
   size_t in_flight_ = 0;
   std::vector<std::unique_ptr<io::Connection>> idle_;
@@ -137,12 +143,15 @@ class PeerPool {
   size_t retired() const { return retired_.size(); }
   // Peer::set_sasl for the Peers made from now on.
   void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
+  // Peer::set_tls for the Peers made from now on.
+  void set_tls(const tls::Context* context) { tls_ = context; }
 
  private:
   io::Network* network_;
   const io::Clock* clock_;
   std::string client_id_;
   const SaslCredentials* sasl_ = nullptr;
+  const tls::Context* tls_ = nullptr;
   std::map<int32_t, std::unique_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<Peer>> retired_;
 };
@@ -166,6 +175,10 @@ struct ServeOptions {
   // connection authenticates before its requests reach the handler.
   // nullptr: PLAINTEXT. It must outlive serve().
   const SaslPlainUsers* sasl = nullptr;
+  // An SSL or SASL_SSL listener's server context: every connection's TLS
+  // handshake comes first (within idle_timeout when set). nullptr: none.
+  // It must outlive serve().
+  const tls::Context* tls = nullptr;
 };
 
 // Accepts on `listener` and serves every connection until cancelled (the

@@ -1,0 +1,437 @@
+// net/tls/tls_test.cc
+//
+// TLS over simulated connections: data goes through both ways intact and
+// closes as a stream does; an untrusted certificate, a host name the
+// server's certificate does not name, a client without the certificate a
+// server requires and versions with nothing in common fail the handshake
+// with the reason; key stores load from PEM text, PEM files and PKCS12
+// files, and a JKS file or a wrong password is refused with a clear error.
+#include "net/tls/tls.h"
+
+#include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "io/scope.h"
+#include "net/tls/test_certificates.h"
+#include "sim/world.h"
+
+namespace brook::net::tls {
+namespace {
+
+using namespace std::chrono_literals;
+namespace certs = testing;
+
+constexpr uint16_t kPort = 9443;
+
+Settings server_settings() {
+  Settings s;
+  s.keystore_certificate_chain = std::string(certs::kServerCertificate);
+  s.keystore_key = std::string(certs::kServerKey);
+  return s;
+}
+
+Settings client_settings() {
+  Settings s;
+  s.truststore_certificates = std::string(certs::kCaCertificate);
+  return s;
+}
+
+std::shared_ptr<const Context> must(absl::StatusOr<std::shared_ptr<const Context>> c) {
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : nullptr;
+}
+
+// What each side of one connection saw.
+struct Outcome {
+  std::optional<absl::Status> server_handshake;
+  std::optional<absl::Status> client_handshake;
+  std::string server_read;  // what the server read until EOF or an error
+  absl::Status server_read_status;
+  std::string client_read;
+  absl::Status client_read_status;
+  bool server_done = false;
+  bool client_done = false;
+  uint64_t trace_hash = 0;  // the simulation's, at the end
+};
+
+io::Task<void> read_all(io::Connection* c, std::string* out, absl::Status* status, size_t until) {
+  while (out->size() < until) {
+    absl::StatusOr<io::Buffer> b = co_await c->read_some(64 * 1024);
+    if (!b.ok()) {
+      *status = b.status();
+      co_return;
+    }
+    if (b->empty()) co_return;
+    out->append(b->view());
+  }
+}
+
+// `payload` is written by the client in parts of `part` bytes; the server
+// echoes it back and closes.
+io::Task<void> run_server(io::Context* ctx, io::Address address, const Context* tls, size_t bytes, Outcome* o) {
+  auto listener = co_await ctx->network().listen(address);
+  BROOK_ASSERT(listener.ok());
+  auto conn = co_await (*listener)->accept();
+  BROOK_ASSERT(conn.ok());
+  absl::StatusOr<std::unique_ptr<io::Connection>> secure = co_await accept(tls, &*conn);
+  o->server_handshake = secure.status();
+  if (secure.ok()) {
+    co_await read_all(secure->get(), &o->server_read, &o->server_read_status, bytes);
+    if (o->server_read_status.ok() && !o->server_read.empty()) {
+      absl::Status s = co_await (*secure)->write_all(io::BufferChain(io::Buffer::copy_of(o->server_read)));
+      BROOK_ASSERT(s.ok());
+    }
+    co_await ctx->clock().sleep_for(10ms);
+    (*secure)->close();
+  }
+  o->server_done = true;
+  co_await ctx->clock().sleep_for(1000h);  // keeps the listener
+}
+
+io::Task<void> run_client(io::Context* ctx, io::Address address, const Context* tls, std::string host,
+                          std::string payload, size_t part, Outcome* o) {
+  co_await ctx->clock().sleep_for(1ms);
+  auto conn = co_await ctx->network().connect(address);
+  BROOK_ASSERT(conn.ok());
+  absl::StatusOr<std::unique_ptr<io::Connection>> secure = co_await connect(tls, &*conn, &host);
+  o->client_handshake = secure.status();
+  if (secure.ok()) {
+    io::BufferChain chain;
+    for (size_t i = 0; i < payload.size(); i += part) {
+      chain.append(io::Buffer::copy_of(std::string_view(payload).substr(i, part)));
+    }
+    if ((co_await (*secure)->write_all(std::move(chain))).ok()) {
+      co_await read_all(secure->get(), &o->client_read, &o->client_read_status, payload.size() + 1);
+    }
+  }
+  o->client_done = true;
+}
+
+Outcome exchange(const Context* server, const Context* client, std::string host, std::string payload,
+                 size_t part = 1000, uint64_t seed = 1) {
+  sim::World world(seed);
+  sim::Node& a = world.add_node();
+  sim::Node& b = world.add_node();
+  Outcome o;
+  const io::Address address = b.address(kPort);
+  const size_t bytes = payload.size();
+  b.start([&](io::Context& ctx) { return run_server(&ctx, address, server, bytes, &o); });
+  a.start([&](io::Context& ctx) { return run_client(&ctx, address, client, host, payload, part, &o); });
+  EXPECT_TRUE(world.run_until([&] { return o.server_done && o.client_done; }, 10min));
+  o.trace_hash = world.trace_hash();
+  return o;
+}
+
+std::string pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7919 + i / 251) & 0xff);
+  return s;
+}
+
+TEST(TlsTest, CarriesBytesBothWaysAndEndsLikeAStream) {
+  auto server = must(Context::server(server_settings()));
+  auto client = must(Context::client(client_settings()));
+  // Small parts gathered into records, and a large transfer of many
+  // records and flushes; then the server's close reads as end of stream.
+  for (auto [size, part] : {std::pair<size_t, size_t>{1, 1}, {100'000, 7}, {3'000'000, 200'000}}) {
+    const std::string payload = pattern(size);
+    Outcome o = exchange(server.get(), client.get(), "localhost", payload, part);
+    ASSERT_TRUE(o.server_handshake.has_value() && o.server_handshake->ok()) << *o.server_handshake;
+    ASSERT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+    EXPECT_TRUE(o.server_read == payload) << size;
+    EXPECT_TRUE(o.client_read == payload) << size;
+    EXPECT_TRUE(o.client_read_status.ok()) << o.client_read_status;
+  }
+}
+
+// OpenSSL's randomness changes the ciphertext, never its sizes (TLS 1.3,
+// Ed25519 signatures): the same seed gives the same run, event for event.
+TEST(TlsTest, ASeedDecidesTheRun) {
+  Settings s = server_settings();
+  s.client_auth = ClientAuth::kRequired;
+  s.truststore_certificates = std::string(certs::kCaCertificate);
+  auto server = must(Context::server(s));
+  Settings c = client_settings();
+  c.keystore_certificate_chain = std::string(certs::kClientCertificate);
+  c.keystore_key = std::string(certs::kClientKey);
+  auto client = must(Context::client(c));
+  const std::string payload = pattern(200'000);
+  const Outcome a = exchange(server.get(), client.get(), "localhost", payload, 3000, 7);
+  const Outcome b = exchange(server.get(), client.get(), "localhost", payload, 3000, 7);
+  const Outcome other = exchange(server.get(), client.get(), "localhost", payload, 3000, 8);
+  EXPECT_TRUE(a.client_read == payload);
+  EXPECT_EQ(a.trace_hash, b.trace_hash);
+  EXPECT_NE(a.trace_hash, other.trace_hash);
+}
+
+TEST(TlsTest, AClientRefusesAServerItDoesNotTrust) {
+  Settings s;
+  s.keystore_certificate_chain = std::string(certs::kOtherCertificate);
+  s.keystore_key = std::string(certs::kOtherKey);
+  auto server = must(Context::server(s));
+  auto client = must(Context::client(client_settings()));
+  Outcome o = exchange(server.get(), client.get(), "localhost", "hello");
+  EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(o.client_handshake->message().find("certificate verification"), std::string::npos)
+      << *o.client_handshake;
+  EXPECT_FALSE(o.server_handshake->ok());  // told by the client's alert
+  EXPECT_TRUE(o.server_read.empty());
+
+  // Trusting no one's certificate in particular (enable.ssl.certificate.verification=false).
+  Settings lax = client_settings();
+  lax.verify_certificate = false;
+  auto lax_client = must(Context::client(lax));
+  o = exchange(server.get(), lax_client.get(), "localhost", "hello");
+  EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+  EXPECT_EQ(o.client_read, "hello");
+}
+
+TEST(TlsTest, TheServerCertificateMustNameTheHost) {
+  auto server = must(Context::server(server_settings()));
+  auto client = must(Context::client(client_settings()));
+  for (std::string host : {"localhost", "127.0.0.1"}) {
+    Outcome o = exchange(server.get(), client.get(), host, "x");
+    EXPECT_TRUE(o.client_handshake->ok()) << host << ": " << *o.client_handshake;
+  }
+  for (std::string host : {"broker1.example", "127.0.0.2"}) {
+    Outcome o = exchange(server.get(), client.get(), host, "x");
+    EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated) << host;
+    EXPECT_NE(o.client_handshake->message().find("mismatch"), std::string::npos) << *o.client_handshake;
+  }
+  // ssl.endpoint.identification.algorithm= (empty): the chain is still checked.
+  Settings no_host = client_settings();
+  no_host.verify_hostname = false;
+  auto client2 = must(Context::client(no_host));
+  Outcome o = exchange(server.get(), client2.get(), "broker1.example", "x");
+  EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+}
+
+TEST(TlsTest, ARequiredClientCertificate) {
+  Settings s = server_settings();
+  s.client_auth = ClientAuth::kRequired;
+  s.truststore_certificates = std::string(certs::kCaCertificate);
+  auto server = must(Context::server(s));
+
+  auto anonymous = must(Context::client(client_settings()));
+  Outcome o = exchange(server.get(), anonymous.get(), "localhost", "hello");
+  EXPECT_EQ(o.server_handshake->code(), absl::StatusCode::kUnauthenticated) << *o.server_handshake;
+  EXPECT_TRUE(o.server_read.empty());
+  EXPECT_TRUE(o.client_read.empty());  // TLS 1.3: the client learns it on reading
+
+  Settings with_cert = client_settings();
+  with_cert.keystore_certificate_chain = std::string(certs::kClientCertificate);
+  with_cert.keystore_key = std::string(certs::kClientKey);
+  auto known = must(Context::client(with_cert));
+  o = exchange(server.get(), known.get(), "localhost", "hello");
+  EXPECT_TRUE(o.server_handshake->ok()) << *o.server_handshake;
+  EXPECT_EQ(o.client_read, "hello");
+
+  // A certificate from outside the trust store is refused as well.
+  Settings stranger = client_settings();
+  stranger.keystore_certificate_chain = std::string(certs::kOtherCertificate);
+  stranger.keystore_key = std::string(certs::kOtherKey);
+  auto unknown = must(Context::client(stranger));
+  o = exchange(server.get(), unknown.get(), "localhost", "hello");
+  EXPECT_FALSE(o.server_handshake->ok());
+  EXPECT_TRUE(o.server_read.empty());
+}
+
+TEST(TlsTest, VersionsWithNothingInCommon) {
+  Settings s = server_settings();
+  s.enabled_protocols = {"TLSv1.2"};
+  auto server = must(Context::server(s));
+  Settings c = client_settings();
+  c.enabled_protocols = {"TLSv1.3"};
+  auto client = must(Context::client(c));
+  Outcome o = exchange(server.get(), client.get(), "localhost", "x");
+  EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_FALSE(o.server_handshake->ok());
+
+  // TLS 1.2 on both sides works.
+  c.enabled_protocols = {"TLSv1.2", "TLSv1.3"};
+  auto client12 = must(Context::client(c));
+  o = exchange(server.get(), client12.get(), "localhost", "x");
+  EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+  EXPECT_EQ(o.client_read, "x");
+}
+
+class Files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("brook_tls_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, std::string_view bytes) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return path;
+  }
+  // A PKCS12 file holding the server's key and certificate, and the CA.
+  std::string pkcs12(const std::string& name, const char* password) {
+    BIO* kb = BIO_new_mem_buf(certs::kServerKey.data(), static_cast<int>(certs::kServerKey.size()));
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
+    BIO* cb = BIO_new_mem_buf(certs::kServerCertificate.data(), static_cast<int>(certs::kServerCertificate.size()));
+    X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+    BIO* ab = BIO_new_mem_buf(certs::kCaCertificate.data(), static_cast<int>(certs::kCaCertificate.size()));
+    X509* ca = PEM_read_bio_X509(ab, nullptr, nullptr, nullptr);
+    STACK_OF(X509)* others = sk_X509_new_null();
+    sk_X509_push(others, ca);
+    PKCS12* p12 = PKCS12_create(password, "brook", key, cert, others, 0, 0, 0, 0, 0);
+    EXPECT_NE(p12, nullptr);
+    unsigned char* der = nullptr;
+    const int n = i2d_PKCS12(p12, &der);
+    const std::string path = write(name, std::string_view(reinterpret_cast<const char*>(der), n));
+    OPENSSL_free(der);
+    PKCS12_free(p12);
+    sk_X509_pop_free(others, X509_free);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    BIO_free(kb);
+    BIO_free(cb);
+    BIO_free(ab);
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Files, KeyStoresFromPemAndPkcs12Files) {
+  auto client = must(Context::client(client_settings()));
+  // PEM: the key and the chain in one file; the trust store a PEM file.
+  Settings pem;
+  pem.keystore_location =
+      write("server.pem", std::string(certs::kServerKey) + std::string(certs::kServerCertificate));
+  auto server = must(Context::server(pem));
+  Settings trusting;
+  trusting.truststore_location = write("ca.pem", certs::kCaCertificate);
+  auto client_from_file = must(Context::client(trusting));
+  Outcome o = exchange(server.get(), client_from_file.get(), "localhost", "pem");
+  EXPECT_EQ(o.client_read, "pem");
+
+  // PKCS12 with its password (declared JKS, as keytool's files are).
+  Settings p12;
+  p12.keystore_location = pkcs12("server.p12", "secret");
+  p12.keystore_password = "secret";
+  server = must(Context::server(p12));
+  o = exchange(server.get(), client.get(), "localhost", "p12");
+  EXPECT_EQ(o.client_read, "p12");
+
+  // The PKCS12 file as a trust store (its CA certificate).
+  Settings p12_trust;
+  p12_trust.truststore_location = p12.keystore_location;
+  p12_trust.truststore_password = "secret";
+  auto client_p12 = must(Context::client(p12_trust));
+  o = exchange(server.get(), client_p12.get(), "localhost", "trusted");
+  EXPECT_EQ(o.client_read, "trusted");
+
+  // librdkafka's separate certificate and key files, for a client.
+  Settings s = server_settings();
+  s.client_auth = ClientAuth::kRequired;
+  s.truststore_certificates = std::string(certs::kCaCertificate);
+  auto strict = must(Context::server(s));
+  Settings files = client_settings();
+  files.certificate_location = write("client.pem", certs::kClientCertificate);
+  files.key_location = write("client.key", certs::kClientKey);
+  auto client_with_files = must(Context::client(files));
+  o = exchange(strict.get(), client_with_files.get(), "localhost", "files");
+  EXPECT_EQ(o.client_read, "files");
+}
+
+TEST_F(Files, BadKeyStoresAreRefusedWithTheReason) {
+  auto error = [](const Settings& s) {
+    absl::StatusOr<std::shared_ptr<const Context>> c = Context::server(s);
+    EXPECT_FALSE(c.ok());
+    return c.ok() ? std::string() : std::string(c.status().message());
+  };
+  Settings none;
+  EXPECT_NE(error(none).find("needs a key store"), std::string::npos);
+
+  Settings jks;
+  jks.keystore_location = write("server.jks", std::string("\xfe\xed\xfe\xed\x00\x00\x00\x02", 8));
+  EXPECT_NE(error(jks).find("keytool -importkeystore"), std::string::npos) << error(jks);
+
+  Settings wrong;
+  wrong.keystore_location = pkcs12("server.p12", "secret");
+  wrong.keystore_password = "not-it";
+  EXPECT_NE(error(wrong).find("wrong password"), std::string::npos) << error(wrong);
+
+  Settings missing;
+  missing.keystore_location = (dir_ / "absent.p12").string();
+  EXPECT_NE(error(missing).find("cannot be read"), std::string::npos);
+
+  Settings mismatched = server_settings();
+  mismatched.keystore_key = std::string(certs::kClientKey);
+  EXPECT_NE(error(mismatched).find("does not match"), std::string::npos) << error(mismatched);
+
+  Settings half = server_settings();
+  half.keystore_key.clear();
+  EXPECT_NE(error(half).find("go together"), std::string::npos);
+}
+
+TEST(TlsSettingsTest, ReadsKafkasNames) {
+  std::map<std::string, std::string, std::less<>> props = {
+      {"ssl.keystore.location", "/k.p12"},
+      {"ssl.keystore.password", "kp"},
+      {"ssl.key.password", "k"},
+      {"ssl.truststore.location", "/t.p12"},
+      {"ssl.client.auth", "required"},
+      {"ssl.enabled.protocols", "TLSv1.3"},
+      {"ssl.cipher.suites", "TLS_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
+      {"ssl.endpoint.identification.algorithm", ""},
+  };
+  auto get = [&](std::string_view key) -> std::optional<std::string> {
+    auto it = props.find(key);
+    if (it == props.end()) return std::nullopt;
+    return it->second;
+  };
+  absl::StatusOr<Settings> s = settings_from(get);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->keystore_location, "/k.p12");
+  EXPECT_EQ(s->keystore_password, "kp");
+  EXPECT_EQ(s->key_password, "k");
+  EXPECT_EQ(s->truststore_location, "/t.p12");
+  EXPECT_EQ(s->client_auth, ClientAuth::kRequired);
+  EXPECT_EQ(s->enabled_protocols, std::vector<std::string>{"TLSv1.3"});
+  EXPECT_EQ(s->cipher_suites.size(), 2u);
+  EXPECT_FALSE(s->verify_hostname);
+
+  // The cipher suites by standard name build a context.
+  Settings c = client_settings();
+  c.cipher_suites = s->cipher_suites;
+  EXPECT_TRUE(Context::client(c).ok());
+  c.cipher_suites = {"TLS_NO_SUCH_SUITE"};
+  EXPECT_FALSE(Context::client(c).ok());
+  c = client_settings();
+  c.enabled_protocols = {"SSLv3"};
+  EXPECT_FALSE(Context::client(c).ok());
+
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"ssl.client.auth", "always"},
+           {"ssl.keystore.type", "BCFKS"},
+           {"ssl.endpoint.identification.algorithm", "ldap"},
+           {"enable.ssl.certificate.verification", "yes"}}) {
+    props = {{key, value}};
+    absl::StatusOr<Settings> bad = settings_from(get);
+    EXPECT_FALSE(bad.ok()) << key;
+    if (!bad.ok()) {
+      EXPECT_NE(bad.status().message().find(key), std::string::npos) << bad.status();
+    }
+  }
+  // librdkafka's name for the CA file.
+  props = {{"ssl.ca.location", "/ca.pem"}};
+  EXPECT_EQ(settings_from(get)->truststore_location, "/ca.pem");
+}
+
+}  // namespace
+}  // namespace brook::net::tls

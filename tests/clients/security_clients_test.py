@@ -1,0 +1,377 @@
+#!/usr/bin/python3
+"""Security protocols with real Kafka clients against real `brook server`
+processes on loopback ports: SASL PLAIN (SASL_PLAINTEXT) and TLS (SSL and
+SASL_SSL, with client certificates).
+
+Usage: security_clients_test.py PATH_TO_BROOK
+
+kcat, confluent-kafka (librdkafka) and kafka-python authenticate, produce,
+consume and commit transactions; wrong passwords, untrusted certificates
+and clients that skip the handshake get nothing; Brook's own tools connect
+the same ways. Each check prints "ok <name>" or raises.
+"""
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import broker_clients_test as base  # noqa: E402  (Server, run, check)
+
+
+def sasl_checks(work):
+    """A SASL_PLAINTEXT listener with PLAIN users beside the PLAINTEXT one:
+    kcat, confluent-kafka (SaslHandshake v1 and SaslAuthenticate) and
+    kafka-python (SaslHandshake v0 and a bare token) authenticate, produce
+    and consume; a wrong password, or a client that does not authenticate,
+    gets nothing; DescribeConfigs does not show the users' passwords."""
+    import struct
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, ConfigResource
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    server = base.Server(os.path.join(work, "sasl-data"), name="sasl")
+    secure = base.free_port()
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+    server.args = [
+        "--override", f"listeners=PLAINTEXT://127.0.0.1:{server.port},SECURE://127.0.0.1:{secure},"
+                      f"CONTROLLER://127.0.0.1:{server.controller_port}",
+        "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "--override", "listener.name.secure.sasl.enabled.mechanisms=PLAIN",
+        "--override", "listener.name.secure.plain.sasl.jaas.config=" + jaas]
+    server.start()
+    try:
+        bootstrap = f"127.0.0.1:{secure}"
+        kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+                "-X", "sasl.username=alice"]
+        base.run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", "sasl-kcat", "-p", "0"],
+            input=b"one\ntwo\nthree\n")
+        out = base.run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", "sasl-kcat", "-o", "beginning", "-e",
+                          "-f", "%s\n"])
+        base.check("kcat authenticates with SASL PLAIN", out.split() == [b"one", b"two", b"three"], str(out))
+        r = subprocess.run(kcat + ["-X", "sasl.password=wrong", "-L", "-m", "5"], capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        base.check("kcat with a wrong password is refused",
+              r.returncode != 0 and "Invalid username or password" in err, f"exit {r.returncode}: {err[-300:]}")
+
+        conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                "sasl.username": "admin", "sasl.password": "admin-secret"}
+        p = Producer(dict(conf, **{"enable.idempotence": True}))
+        for i in range(20):
+            p.produce("sasl-cf", b"c%d" % i)
+        base.check("confluent-kafka produces over SASL", p.flush(20) == 0)
+        c = Consumer(dict(conf, **{"group.id": "sasl-group", "auto.offset.reset": "earliest"}))
+        c.subscribe(["sasl-cf"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 20 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        base.check("confluent-kafka consumes in a group over SASL", sorted(got) == sorted(b"c%d" % i for i in range(20)),
+              f"{len(got)}")
+
+        kp = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                  sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        producer = KafkaProducer(**kp)
+        for i in range(10):
+            producer.send("sasl-kp", b"k%d" % i, partition=0)
+        producer.flush()
+        producer.close()
+        consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False,
+                                 consumer_timeout_ms=5000)
+        consumer.assign([TopicPartition("sasl-kp", 0)])
+        consumer.seek_to_beginning()
+        values = [m.value for m in consumer]
+        consumer.close()
+        base.check("kafka-python authenticates with a bare PLAIN token", values == [b"k%d" % i for i in range(10)],
+              str(values[:3]))
+
+        # No authentication: a Metadata request on the SASL listener closes
+        # the connection unanswered.
+        client = b"brook-test"
+        frame = struct.pack(">hhih", 3, 1, 11, len(client)) + client + struct.pack(">i", -1)
+        with socket.create_connection(("127.0.0.1", secure), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            answer = sock.recv(4)
+        base.check("a request before authenticating closes the connection", answer == b"", str(answer))
+        # A bare token too large for an unauthenticated client closes it too.
+        with socket.create_connection(("127.0.0.1", secure), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", 64 << 20))
+            answer = sock.recv(4)
+        base.check("an oversized frame before authenticating closes the connection", answer == b"", str(answer))
+
+        admin = AdminClient({"bootstrap.servers": server.bootstrap})
+        resource = ConfigResource("broker", "1")
+        entries = admin.describe_configs([resource])[resource].result(20)
+        jaas_entry = entries.get("listener.name.secure.plain.sasl.jaas.config")
+        base.check("DescribeConfigs hides the JAAS configuration",
+              jaas_entry is not None and jaas_entry.value is None and jaas_entry.is_sensitive,
+              str(jaas_entry and (jaas_entry.value, jaas_entry.is_sensitive)))
+    finally:
+        server.stop()
+
+    # SASL only: the broker logs in to itself (transaction markers) with
+    # the listener's username and password; Brook's own tools log in too.
+    only = base.Server(os.path.join(work, "sasl-only-data"), name="sasl-only")
+    only.args = [
+        "--override", f"listeners=SASL_PLAINTEXT://127.0.0.1:{only.port},CONTROLLER://127.0.0.1:{only.controller_port}",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", "sasl.mechanism.inter.broker.protocol=PLAIN",
+        "--override", "listener.name.sasl_plaintext.plain.sasl.jaas.config=" + jaas]
+    only.start()
+    try:
+        conf = {"bootstrap.servers": only.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                "sasl.username": "alice", "sasl.password": "alice-secret"}
+        p = Producer(dict(conf, **{"transactional.id": "sasl-txn"}))
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce("sasl-txn-topic", b"t%d" % i, partition=0)
+        p.commit_transaction(30)
+        c = Consumer(dict(conf, **{"group.id": "sasl-txn-reader", "auto.offset.reset": "earliest",
+                                   "isolation.level": "read_committed"}))
+        c.subscribe(["sasl-txn-topic"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 5 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        base.check("a transaction commits on a SASL-only broker", got == [b"t%d" % i for i in range(5)], str(got))
+        props = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice",
+                 "sasl.password=alice-secret"]
+        produce = [base.BROOK, "produce", "--bootstrap-server", only.bootstrap, "--topic", "sasl-tools"]
+        for prop in props:
+            produce += ["--producer-property", prop]
+        base.run(produce, input=b"x\ny\n")
+        consume = [base.BROOK, "consume", "--bootstrap-server", only.bootstrap, "--topic", "sasl-tools",
+                   "--from-beginning", "--max-messages", "2", "--consumer-property",
+                   'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required '
+                   'username="alice" password="alice-secret";']
+        out = base.run(consume)
+        base.check("brook produce and consume log in with SASL PLAIN", out.split() == [b"x", b"y"], str(out))
+        r = subprocess.run(produce[:-1] + ["sasl.password=wrong"], input=b"z\n", capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        base.check("brook produce with a wrong password fails at once",
+              r.returncode != 0 and "SASL_AUTHENTICATION_FAILED" in err, f"exit {r.returncode}: {err[-300:]}")
+    finally:
+        only.stop()
+
+
+def make_certificates(directory):
+    """A CA; a server certificate for 127.0.0.1 and localhost (PEM, and in a
+    PKCS12 key store with its CA, as keytool makes them); a client
+    certificate; and a second CA that signed nothing here."""
+    os.makedirs(directory, exist_ok=True)
+
+    def path(name):
+        return os.path.join(directory, name)
+
+    def openssl(*args):
+        base.run(["openssl", *args])
+
+    for ca in ("ca", "stranger-ca"):
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", path(f"{ca}.key"), "-out", path(f"{ca}.pem"), "-days", "2", "-subj", f"/CN=Brook {ca}",
+                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+    for name, san in (("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"), ("client", None)):
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", path(f"{name}.key"), "-out", path(f"{name}.csr"), "-subj", f"/CN={name}")
+        with open(path(f"{name}.ext"), "w") as f:
+            f.write("basicConstraints=CA:FALSE\n" + (san + "\n" if san else ""))
+        openssl("x509", "-req", "-in", path(f"{name}.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-days", "2", "-extfile", path(f"{name}.ext"), "-out", path(f"{name}.pem"))
+    openssl("pkcs12", "-export", "-inkey", path("server.key"), "-in", path("server.pem"),
+            "-certfile", path("ca.pem"), "-name", "broker", "-out", path("server.p12"), "-passout", "pass:ks-secret")
+    return path
+
+
+def tls_checks(work):
+    """A broker whose listeners are all TLS: SSL with client certificates
+    required (the inter-broker listener: the broker's own transaction
+    markers go through it) and SASL_SSL without; its key store is
+    PKCS12."""
+    from confluent_kafka import Consumer, Producer
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    path = make_certificates(os.path.join(work, "tls"))
+    server = base.Server(os.path.join(work, "tls-data"), name="tls")
+    sasl_port = base.free_port()
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+            'user_alice="alice-secret";')
+    server.args = [
+        "--override", f"listeners=SSL://127.0.0.1:{server.port},SASL_SSL://127.0.0.1:{sasl_port},"
+                      f"CONTROLLER://127.0.0.1:{server.controller_port}",
+        "--override", "inter.broker.listener.name=SSL",
+        "--override", "ssl.keystore.type=PKCS12",
+        "--override", "ssl.keystore.location=" + path("server.p12"),
+        "--override", "ssl.keystore.password=ks-secret",
+        "--override", "ssl.key.password=ks-secret",
+        "--override", "ssl.truststore.type=PEM",
+        "--override", "ssl.truststore.location=" + path("ca.pem"),
+        # Applies to the SSL listener only: a SASL_SSL listener takes its
+        # own listener.name.NAME.ssl.client.auth (KIP-684).
+        "--override", "ssl.client.auth=required",
+        "--override", "sasl.enabled.mechanisms=PLAIN",
+        "--override", "listener.name.sasl_ssl.plain.sasl.jaas.config=" + jaas]
+    server.start()
+    try:
+        ssl_bootstrap = server.bootstrap
+        sasl_bootstrap = f"127.0.0.1:{sasl_port}"
+        kcat = ["kcat", "-b", ssl_bootstrap, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + path("ca.pem")]
+        with_cert = kcat + ["-X", "ssl.certificate.location=" + path("client.pem"),
+                            "-X", "ssl.key.location=" + path("client.key")]
+        base.run(with_cert + ["-P", "-t", "tls-kcat", "-p", "0"], input=b"one\ntwo\nthree\n")
+        out = base.run(with_cert + ["-C", "-t", "tls-kcat", "-o", "beginning", "-e", "-f", "%s\n"])
+        base.check("kcat produces and consumes over TLS with a client certificate",
+                   out.split() == [b"one", b"two", b"three"], str(out))
+        r = subprocess.run(kcat + ["-L", "-m", "5"], capture_output=True, timeout=30)
+        base.check("kcat without a client certificate is refused where one is required", r.returncode != 0,
+                   f"exit {r.returncode}: {r.stderr[-300:]}")
+        r = subprocess.run(["kcat", "-b", ssl_bootstrap, "-X", "security.protocol=SSL",
+                            "-X", "ssl.ca.location=" + path("stranger-ca.pem"), "-L", "-m", "5"],
+                           capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        base.check("kcat refuses a broker whose certificate it does not trust",
+                   r.returncode != 0 and "certificate verify failed" in err, f"exit {r.returncode}: {err[-300:]}")
+
+        conf = {"bootstrap.servers": sasl_bootstrap, "security.protocol": "SASL_SSL",
+                "ssl.ca.location": path("ca.pem"), "sasl.mechanisms": "PLAIN",
+                "sasl.username": "alice", "sasl.password": "alice-secret"}
+        p = Producer(dict(conf, **{"enable.idempotence": True}))
+        payload = os.urandom(300_000)
+        for i in range(20):
+            p.produce("tls-cf", b"c%d" % i)
+        p.produce("tls-cf", payload, key=b"big")
+        base.check("confluent-kafka produces over SASL_SSL", p.flush(20) == 0)
+        c = Consumer(dict(conf, **{"group.id": "tls-group", "auto.offset.reset": "earliest"}))
+        c.subscribe(["tls-cf"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 21 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        base.check("confluent-kafka consumes in a group over SASL_SSL",
+                   sorted(got) == sorted([b"c%d" % i for i in range(20)] + [payload]), f"{len(got)}")
+
+        # A transaction: the broker writes its markers to itself over the
+        # SSL inter-broker listener, presenting its own certificate.
+        tconf = {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL", "ssl.ca.location": path("ca.pem"),
+                 "ssl.certificate.location": path("client.pem"), "ssl.key.location": path("client.key")}
+        tp = Producer(dict(tconf, **{"transactional.id": "tls-txn"}))
+        tp.init_transactions(30)
+        tp.begin_transaction()
+        for i in range(5):
+            tp.produce("tls-txn-topic", b"t%d" % i, partition=0)
+        tp.commit_transaction(30)
+        c = Consumer(dict(tconf, **{"group.id": "tls-txn-reader", "auto.offset.reset": "earliest",
+                                    "isolation.level": "read_committed"}))
+        c.subscribe(["tls-txn-topic"])
+        got = []
+        deadline = time.time() + 30
+        while len(got) < 5 and time.time() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        c.close()
+        base.check("a transaction commits over TLS", got == [b"t%d" % i for i in range(5)], str(got))
+
+        kp = dict(bootstrap_servers=sasl_bootstrap, security_protocol="SASL_SSL", ssl_cafile=path("ca.pem"),
+                  sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        producer = KafkaProducer(**kp)
+        for i in range(10):
+            producer.send("tls-kp", b"k%d" % i, partition=0)
+        producer.flush()
+        producer.close()
+        consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False,
+                                 consumer_timeout_ms=5000)
+        consumer.assign([TopicPartition("tls-kp", 0)])
+        consumer.seek_to_beginning()
+        values = [m.value for m in consumer]
+        consumer.close()
+        base.check("kafka-python produces and consumes over SASL_SSL", values == [b"k%d" % i for i in range(10)],
+                   str(values[:3]))
+
+        # A client that speaks Kafka without TLS gets no answer.
+        client = b"brook-test"
+        frame = struct.pack(">hhih", 18, 0, 1, len(client)) + client
+        with socket.create_connection(("127.0.0.1", sasl_port), timeout=10) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            answer = sock.recv(4)
+        base.check("a plaintext request on a TLS listener is not answered", answer in (b"",) or answer[:1] == b"\x15",
+                   str(answer))
+
+        # Brook's own tools: a client certificate on SSL, SASL on SASL_SSL.
+        produce = [base.BROOK, "produce", "--bootstrap-server", ssl_bootstrap, "--topic", "tls-tools"]
+        for prop in ["security.protocol=SSL", "ssl.ca.location=" + path("ca.pem"),
+                     "ssl.certificate.location=" + path("client.pem"), "ssl.key.location=" + path("client.key")]:
+            produce += ["--producer-property", prop]
+        base.run(produce, input=b"x\ny\n")
+        sasl_config = path("sasl-ssl.properties")
+        with open(sasl_config, "w") as f:
+            f.write("# as Kafka's tools take it\nsecurity.protocol=SASL_SSL\nssl.truststore.type=PEM\n"
+                    f"ssl.truststore.location={path('ca.pem')}\nsasl.mechanism=PLAIN\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+                    'username="alice" password="alice-secret";\n')
+        out = base.run([base.BROOK, "consume", "--bootstrap-server", sasl_bootstrap, "--topic", "tls-tools",
+                        "--from-beginning", "--max-messages", "2", "--consumer.config", sasl_config])
+        base.check("brook produce and consume connect over SSL and SASL_SSL", out.split() == [b"x", b"y"], str(out))
+        out = base.run([base.BROOK, "topics", "--bootstrap-server", sasl_bootstrap, "--command-config", sasl_config,
+                        "--list"])
+        base.check("brook topics takes its security settings from --command-config", b"tls-tools" in out.split(),
+                   str(out))
+        stranger = [base.BROOK, "produce", "--bootstrap-server", ssl_bootstrap, "--topic", "tls-tools",
+                    "--producer-property", "security.protocol=SSL",
+                    "--producer-property", "ssl.ca.location=" + path("stranger-ca.pem")]
+        r = subprocess.run(stranger, input=b"z\n", capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        base.check("brook produce refuses an untrusted broker at once",
+                   r.returncode != 0 and "certificate verification" in err, f"exit {r.returncode}: {err[-300:]}")
+    finally:
+        server.stop()
+
+    jks = os.path.join(work, "tls", "server.jks")
+    with open(jks, "wb") as f:
+        f.write(b"\xfe\xed\xfe\xed\x00\x00\x00\x02\x00\x00\x00\x00")
+    listeners = f"listeners=SSL://127.0.0.1:{base.free_port()},CONTROLLER://127.0.0.1:{base.free_port()}"
+    refusals = [
+        ("an SSL listener without a key store", [listeners], "needs a key store"),
+        ("a JKS key store", [listeners, "ssl.keystore.location=" + jks], "keytool -importkeystore"),
+        ("a key store with a wrong password",
+         [listeners, "ssl.keystore.location=" + path("server.p12"), "ssl.keystore.password=wrong"],
+         "wrong password"),
+        ("an unknown TLS version",
+         [listeners, "ssl.keystore.location=" + path("server.p12"), "ssl.keystore.password=ks-secret",
+          "ssl.enabled.protocols=SSLv3"], "ssl.enabled.protocols"),
+        ("an SSL controller listener",
+         [listeners, "listener.security.protocol.map=SSL:SSL,CONTROLLER:SSL"], "controller's listener is PLAINTEXT"),
+    ]
+    for name, overrides, message in refusals:
+        cmd = [base.BROOK, "server", "--data-dir", os.path.join(work, "refused-data")]
+        for o in overrides:
+            cmd += ["--override", o]
+        r = subprocess.run(cmd, capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        base.check(f"{name} is refused at start", r.returncode != 0 and message in err,
+                   f"exit {r.returncode}: {err[-300:]}")
+
+
+def main():
+    def checks(server, work):
+        server.stop()
+        tls_checks(work)
+        sasl_checks(work)
+
+    base.run_with_server("brook-security-", checks, done="all security client checks passed")
+
+
+if __name__ == "__main__":
+    main()
