@@ -1,6 +1,8 @@
 // tools/client_tool.cc
 #include "tools/client_tool.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -132,6 +134,12 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_properties
 }
 
 int run_client_tool(std::string_view name, std::function<io::Task<int>(io::Context&)> main) {
+  // Answers are read in pieces and joined into one frame: keep those
+  // blocks on the heap and the freed heap mapped (as `brook server` does),
+  // rather than have glibc map, unmap and fault in large blocks again on
+  // every answer.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   io::real::RealNodeOptions options;
   options.log_level_min = io::LogLevel::kWarn;
   absl::StatusOr<std::unique_ptr<io::real::RealNode>> node = io::real::RealNode::create(options);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -368,12 +369,125 @@ std::vector<std::string> split_list(std::string_view text) {
   return out;
 }
 
+// The ciphertext on its way in and out, behind a BIO of Brook's own:
+// OpenSSL reads straight from the buffers the wrapped connection
+// delivered, and writes into buffers that go out as they are (a memory BIO
+// would copy every byte once more each way).
+struct Wire {
+  std::deque<io::Buffer> in;  // received, not yet read by OpenSSL
+  io::BufferChain out;        // written by OpenSSL, not yet sent
+  // The buffer OpenSSL writes into: bytes [0, sent) were handed out,
+  // [sent, used) are in none of `out`'s parts yet.
+  io::Buffer chunk;
+  size_t sent = 0;
+  size_t used = 0;
+
+  size_t pending_out() const { return out.size() + (used - sent); }
+  io::BufferChain take_out() {
+    if (used > sent) {
+      out.append(chunk.slice(sent, used - sent));
+      sent = used;
+    }
+    return std::exchange(out, io::BufferChain());
+  }
+  void write(const char* data, size_t size) {
+    while (size > 0) {
+      if (used == chunk.size()) {
+        if (used > sent) out.append(chunk.slice(sent, used - sent));
+        chunk = io::Buffer::allocate(kChunkBytes);
+        sent = used = 0;
+      }
+      const size_t n = std::min(size, chunk.size() - used);
+      std::memcpy(chunk.mutable_data() + used, data, n);
+      used += n;
+      data += n;
+      size -= n;
+    }
+  }
+  size_t read(char* data, size_t size) {
+    size_t done = 0;
+    while (done < size && !in.empty()) {
+      io::Buffer& front = in.front();
+      const size_t n = std::min(size - done, front.size());
+      std::memcpy(data + done, front.data(), n);
+      front.trim_front(n);
+      if (front.empty()) in.pop_front();
+      done += n;
+    }
+    return done;
+  }
+  static constexpr size_t kChunkBytes = 64 * 1024;
+};
+
+int wire_write(BIO* b, const char* data, size_t size, size_t* written) {
+  BIO_clear_retry_flags(b);
+  static_cast<Wire*>(BIO_get_data(b))->write(data, size);
+  *written = size;
+  return 1;
+}
+
+int wire_read(BIO* b, char* data, size_t size, size_t* read) {
+  BIO_clear_retry_flags(b);
+  Wire* w = static_cast<Wire*>(BIO_get_data(b));
+  if (w->in.empty()) {
+    BIO_set_retry_read(b);  // "want more", not the end of the stream
+    *read = 0;
+    return 0;
+  }
+  *read = w->read(data, size);
+  return 1;
+}
+
+long wire_ctrl(BIO* b, int cmd, long, void*) {
+  Wire* w = static_cast<Wire*>(BIO_get_data(b));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;  // written out by the connection
+    case BIO_CTRL_PENDING: {
+      size_t n = 0;
+      for (const io::Buffer& buffer : w->in) n += buffer.size();
+      return static_cast<long>(n);
+    }
+    case BIO_CTRL_WPENDING:
+      return static_cast<long>(w->pending_out());
+    default:
+      return 0;
+  }
+}
+
+int wire_create(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO* new_wire_bio(Wire* wire) {
+  static BIO_METHOD* const kMethod = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "brook connection");
+    BIO_meth_set_write_ex(m, wire_write);
+    BIO_meth_set_read_ex(m, wire_read);
+    BIO_meth_set_ctrl(m, wire_ctrl);
+    BIO_meth_set_create(m, wire_create);
+    return m;
+  }();
+  BIO* b = BIO_new(kMethod);
+  if (b != nullptr) BIO_set_data(b, wire);
+  return b;
+}
+
 // A connection with TLS over `inner_`.
 class TlsConnection final : public io::Connection {
  public:
-  TlsConnection(std::unique_ptr<io::Connection> inner, SSL* ssl, BIO* in, BIO* out)
-      : inner_(std::move(inner)), ssl_(ssl), in_(in), out_(out) {}
-  ~TlsConnection() override { SSL_free(ssl_); }  // and its BIOs
+  explicit TlsConnection(std::unique_ptr<io::Connection> inner) : inner_(std::move(inner)) {}
+  ~TlsConnection() override { SSL_free(ssl_); }  // and its BIO
+
+  // Takes `ssl`, reading and writing through this connection's wire.
+  bool attach(SSL* ssl) {
+    ssl_ = ssl;
+    BIO* bio = new_wire_bio(&wire_);
+    if (bio == nullptr) return false;
+    SSL_set_bio(ssl_, bio, bio);
+    return true;
+  }
 
   io::Task<absl::StatusOr<io::Buffer>> read_some(size_t bytes_max) override {
     if (bytes_max == 0) bytes_max = 1;
@@ -406,28 +520,35 @@ class TlsConnection final : public io::Connection {
       // The peer closed without close_notify: the end of the stream all
       // the same (the framing above notices a cut frame).
       if (bytes->empty()) co_return io::Buffer();
-      BIO_write(in_, bytes->data(), static_cast<int>(bytes->size()));
+      wire_.in.push_back(std::move(*bytes));
     }
   }
 
   io::Task<absl::Status> write_all(io::BufferChain data) override {
-    // Whole records: the parts of a response (a header, then record
-    // batches) are gathered rather than each made a record.
+    // Whole records: small parts of a response (its header, small record
+    // batches) are gathered rather than each made a record; large ones
+    // are encrypted where they lie.
     std::byte* record = record_.data();
     size_t held = 0;
     for (const io::Buffer& part : data.parts()) {
       size_t done = 0;
       while (done < part.size()) {
-        const size_t n = std::min(part.size() - done, kRecordBytes - held);
-        std::memcpy(record + held, part.data() + done, n);
-        held += n;
-        done += n;
-        if (held == kRecordBytes) {
-          if (absl::Status s = encrypt(record, held); !s.ok()) co_return s;
-          held = 0;
-          if (BIO_ctrl_pending(out_) >= kFlushBytes) {
-            if (absl::Status s = co_await flush(); !s.ok()) co_return s;
+        if (held == 0 && part.size() - done >= kRecordBytes) {
+          const size_t n = std::min(part.size() - done, kFlushBytes);
+          if (absl::Status s = encrypt(part.data() + done, n); !s.ok()) co_return s;
+          done += n;
+        } else {
+          const size_t n = std::min(part.size() - done, kRecordBytes - held);
+          std::memcpy(record + held, part.data() + done, n);
+          held += n;
+          done += n;
+          if (held == kRecordBytes) {
+            if (absl::Status s = encrypt(record, held); !s.ok()) co_return s;
+            held = 0;
           }
+        }
+        if (wire_.pending_out() >= kFlushBytes) {
+          if (absl::Status s = co_await flush(); !s.ok()) co_return s;
         }
       }
     }
@@ -457,7 +578,7 @@ class TlsConnection final : public io::Connection {
       absl::StatusOr<io::Buffer> bytes = co_await inner_->read_some(kReadChunkBytes);
       if (!bytes.ok()) co_return bytes.status();
       if (bytes->empty()) co_return absl::UnavailableError("TLS handshake: the peer closed the connection");
-      BIO_write(in_, bytes->data(), static_cast<int>(bytes->size()));
+      wire_.in.push_back(std::move(*bytes));
     }
   }
 
@@ -471,13 +592,10 @@ class TlsConnection final : public io::Connection {
     return absl::OkStatus();
   }
 
-  // Writes out the ciphertext OpenSSL has queued.
+  // Writes out the ciphertext OpenSSL has produced.
   io::Task<absl::Status> flush() {
-    const size_t pending = BIO_ctrl_pending(out_);
-    if (pending == 0) co_return absl::OkStatus();
-    io::Buffer b = io::Buffer::allocate(pending);
-    BIO_read(out_, b.mutable_data(), static_cast<int>(pending));
-    co_return co_await inner_->write_all(io::BufferChain(std::move(b)));
+    if (wire_.pending_out() == 0) co_return absl::OkStatus();
+    co_return co_await inner_->write_all(wire_.take_out());
   }
 
   std::string describe_failure(int err) {
@@ -491,9 +609,8 @@ class TlsConnection final : public io::Connection {
   }
 
   std::unique_ptr<io::Connection> inner_;
-  SSL* ssl_;
-  BIO* in_;   // ciphertext from the peer, for OpenSSL to read
-  BIO* out_;  // ciphertext OpenSSL wrote, to send
+  SSL* ssl_ = nullptr;
+  Wire wire_;
   std::vector<std::byte> record_ = std::vector<std::byte>(kRecordBytes);
 };
 
@@ -515,11 +632,11 @@ io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> handshake(const Contex
     (*conn)->close();
     co_return absl::InternalError(fmt::format("SSL_new: {}", openssl_errors()));
   }
-  BIO* in = BIO_new(BIO_s_mem());
-  BIO* out = BIO_new(BIO_s_mem());
-  BIO_set_mem_eof_return(in, -1);  // empty: "want more", not end of stream
-  SSL_set_bio(ssl, in, out);
-  auto tls = std::make_unique<TlsConnection>(std::move(*conn), ssl, in, out);
+  auto tls = std::make_unique<TlsConnection>(std::move(*conn));
+  if (!tls->attach(ssl)) {
+    tls->close();
+    co_return absl::InternalError(fmt::format("BIO_new: {}", openssl_errors()));
+  }
   if (context->is_server()) {
     SSL_set_accept_state(ssl);
   } else {
