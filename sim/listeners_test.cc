@@ -394,16 +394,20 @@ TEST(Listeners, BrokersReplicateOverATlsInterBrokerListener) {
       R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="b-secret"
          user_alice="alice-secret";)");
   static const net::SaslCredentials broker_login{"broker", "b-secret"};
+  // Every store here is PEM text: no file is read.
+  auto no_files = [](const std::string& path) -> absl::StatusOr<std::string> {
+    return absl::NotFoundError(path);
+  };
   net::tls::Settings server;
   server.keystore_certificate_chain = std::string(net::tls::testing::kSimCertificate);
   server.keystore_key = std::string(net::tls::testing::kSimKey);
-  static const std::shared_ptr<const net::tls::Context> server_tls = *net::tls::Context::server(server);
+  static const std::shared_ptr<const net::tls::Context> server_tls = *net::tls::Context::server(server, no_files);
   net::tls::Settings client;
   client.truststore_certificates = std::string(net::tls::testing::kCaCertificate);
-  static const std::shared_ptr<const net::tls::Context> client_tls = *net::tls::Context::client(client);
+  static const std::shared_ptr<const net::tls::Context> client_tls = *net::tls::Context::client(client, no_files);
   net::tls::Settings stranger;
   stranger.truststore_certificates = std::string(net::tls::testing::kOtherCertificate);
-  static const std::shared_ptr<const net::tls::Context> stranger_tls = *net::tls::Context::client(stranger);
+  static const std::shared_ptr<const net::tls::Context> stranger_tls = *net::tls::Context::client(stranger, no_files);
   TestCluster cluster(17, 3, [](ServerNodeOptions& o) {
     o.sasl = &users;
     o.inter_broker_sasl = &broker_login;

@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <memory>
 
 #include <fmt/format.h>
@@ -155,12 +156,21 @@ int run_client_tool(std::string_view name, std::function<io::Task<int>(io::Conte
   return code;
 }
 
+absl::StatusOr<std::string> read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("cannot open {}", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(fmt::format("reading {} failed", path));
+  return s.str();
+}
+
 absl::Status finish_client_options(client::ClientOptions* c) {
   if (!c->use_tls) {
     c->tls.reset();
     return absl::OkStatus();
   }
-  absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::client(c->tls_settings);
+  absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::client(c->tls_settings, read_whole_file);
   if (!context.ok()) return absl::InvalidArgumentError(fmt::format("TLS: {}", std::string(context.status().message())));
   c->tls = std::move(*context);
   return absl::OkStatus();

@@ -49,6 +49,9 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
 // --producer.config, --consumer.config), '#' and '!' lines skipped.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> read_properties_file(const std::string& path);
 
+// A whole file (key and trust stores, for net::tls::Context).
+absl::StatusOr<std::string> read_whole_file(const std::string& path);
+
 // After the properties: makes the TLS context security.protocol=SSL or
 // SASL_SSL asks for from the ssl.* properties (ssl.ca.location or
 // ssl.truststore.location, ssl.certificate.location and ssl.key.location

@@ -96,6 +96,7 @@
 #include "net/kafka/sasl.h"
 #include "net/tls/tls.h"
 #include "raft/raft_node.h"
+#include "tools/client_tool.h"
 #include "tools/commands.h"
 
 namespace brook::tools {
@@ -399,7 +400,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       }
       if (protocol == "SSL" || protocol == "SASL_SSL") {
         ASSIGN_OR_RETURN(l.tls_settings, tls_settings(name, protocol == "SASL_SSL", get));
-        absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::server(l.tls_settings);
+        absl::StatusOr<std::shared_ptr<const net::tls::Context>> context =
+            net::tls::Context::server(l.tls_settings, read_whole_file);
         if (!context.ok()) {
           return absl::InvalidArgumentError(
               fmt::format("listener {}: {}", name, std::string(context.status().message())));
@@ -433,7 +435,8 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       // ssl.endpoint.identification.algorithm), its key store answers a
       // listener that requires client certificates.
       const ServerConfig::BrokerListener& l = c.broker_listeners.front();
-      absl::StatusOr<std::shared_ptr<const net::tls::Context>> context = net::tls::Context::client(l.tls_settings);
+      absl::StatusOr<std::shared_ptr<const net::tls::Context>> context =
+          net::tls::Context::client(l.tls_settings, read_whole_file);
       if (!context.ok()) {
         return absl::InvalidArgumentError(fmt::format("the inter-broker listener {}, as a client: {}", l.name,
                                                       std::string(context.status().message())));

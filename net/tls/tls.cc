@@ -13,14 +13,11 @@
 #include <cctype>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 
 namespace brook::net::tls {
 
@@ -63,12 +60,13 @@ using X509Ptr = std::unique_ptr<X509, X509Free>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using CtxPtr = std::unique_ptr<SSL_CTX, CtxFree>;
 
-absl::StatusOr<std::string> read_file(const std::string& what, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("{} {}: cannot be read", what, path));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+absl::StatusOr<std::string> read_file(FileReader reader, const std::string& what, const std::string& path) {
+  absl::StatusOr<std::string> bytes = reader(path);
+  if (!bytes.ok()) {
+    return absl::NotFoundError(
+        fmt::format("{} {}: cannot be read ({})", what, path, std::string(bytes.status().message())));
+  }
+  return bytes;
 }
 
 enum class StoreKind { kPem, kPkcs12, kJks };
@@ -157,12 +155,12 @@ absl::StatusOr<Pkcs12> parse_pkcs12(const std::string& what, std::string_view de
       fmt::format("{}: cannot be opened: a wrong password, or a cipher OpenSSL lacks ({})", what, openssl_errors()));
 }
 
-absl::Status load_keystore(SSL_CTX* ctx, const Settings& s) {
+absl::Status load_keystore(SSL_CTX* ctx, const Settings& s, FileReader reader) {
   std::vector<X509Ptr> chain;
   PkeyPtr key;
   if (!s.keystore_location.empty()) {
     const std::string what = "ssl.keystore.location " + s.keystore_location;
-    absl::StatusOr<std::string> bytes = read_file("ssl.keystore.location", s.keystore_location);
+    absl::StatusOr<std::string> bytes = read_file(reader, "ssl.keystore.location", s.keystore_location);
     if (!bytes.ok()) return bytes.status();
     switch (kind_of(*bytes)) {
       case StoreKind::kJks:
@@ -204,9 +202,9 @@ absl::Status load_keystore(SSL_CTX* ctx, const Settings& s) {
     if (s.certificate_location.empty() || s.key_location.empty()) {
       return absl::InvalidArgumentError("ssl.certificate.location and ssl.key.location go together");
     }
-    absl::StatusOr<std::string> cert_text = read_file("ssl.certificate.location", s.certificate_location);
+    absl::StatusOr<std::string> cert_text = read_file(reader, "ssl.certificate.location", s.certificate_location);
     if (!cert_text.ok()) return cert_text.status();
-    absl::StatusOr<std::string> key_text = read_file("ssl.key.location", s.key_location);
+    absl::StatusOr<std::string> key_text = read_file(reader, "ssl.key.location", s.key_location);
     if (!key_text.ok()) return key_text.status();
     absl::StatusOr<std::vector<X509Ptr>> certs =
         pem_certificates("ssl.certificate.location " + s.certificate_location, *cert_text);
@@ -233,11 +231,11 @@ absl::Status load_keystore(SSL_CTX* ctx, const Settings& s) {
   return absl::OkStatus();
 }
 
-absl::Status load_truststore(SSL_CTX* ctx, const Settings& s) {
+absl::Status load_truststore(SSL_CTX* ctx, const Settings& s, FileReader reader) {
   std::vector<X509Ptr> trusted;
   if (!s.truststore_location.empty()) {
     const std::string what = "ssl.truststore.location " + s.truststore_location;
-    absl::StatusOr<std::string> bytes = read_file("ssl.truststore.location", s.truststore_location);
+    absl::StatusOr<std::string> bytes = read_file(reader, "ssl.truststore.location", s.truststore_location);
     if (!bytes.ok()) return bytes.status();
     switch (kind_of(*bytes)) {
       case StoreKind::kJks:
@@ -327,7 +325,7 @@ absl::Status set_cipher_suites(SSL_CTX* ctx, const std::vector<std::string>& nam
   return absl::OkStatus();
 }
 
-absl::StatusOr<CtxPtr> make_context(const Settings& s, bool server) {
+absl::StatusOr<CtxPtr> make_context(const Settings& s, bool server, FileReader reader) {
   ERR_clear_error();
   CtxPtr ctx(SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()));
   if (ctx == nullptr) return absl::InternalError(fmt::format("SSL_CTX_new: {}", openssl_errors()));
@@ -338,8 +336,8 @@ absl::StatusOr<CtxPtr> make_context(const Settings& s, bool server) {
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
   if (absl::Status st = set_protocols(ctx.get(), s.enabled_protocols); !st.ok()) return st;
   if (absl::Status st = set_cipher_suites(ctx.get(), s.cipher_suites); !st.ok()) return st;
-  if (absl::Status st = load_keystore(ctx.get(), s); !st.ok()) return st;
-  if (absl::Status st = load_truststore(ctx.get(), s); !st.ok()) return st;
+  if (absl::Status st = load_keystore(ctx.get(), s, reader); !st.ok()) return st;
+  if (absl::Status st = load_truststore(ctx.get(), s, reader); !st.ok()) return st;
   int verify = SSL_VERIFY_NONE;
   if (server) {
     if (SSL_CTX_get0_certificate(ctx.get()) == nullptr) {
@@ -748,14 +746,14 @@ absl::StatusOr<Settings> settings_from(Getter get) {
   return s;
 }
 
-absl::StatusOr<std::shared_ptr<const Context>> Context::server(const Settings& settings) {
-  absl::StatusOr<CtxPtr> ctx = make_context(settings, true);
+absl::StatusOr<std::shared_ptr<const Context>> Context::server(const Settings& settings, FileReader read_file) {
+  absl::StatusOr<CtxPtr> ctx = make_context(settings, true, read_file);
   if (!ctx.ok()) return ctx.status();
   return std::shared_ptr<const Context>(new Context(ctx->release(), true, false));
 }
 
-absl::StatusOr<std::shared_ptr<const Context>> Context::client(const Settings& settings) {
-  absl::StatusOr<CtxPtr> ctx = make_context(settings, false);
+absl::StatusOr<std::shared_ptr<const Context>> Context::client(const Settings& settings, FileReader read_file) {
+  absl::StatusOr<CtxPtr> ctx = make_context(settings, false, read_file);
   if (!ctx.ok()) return ctx.status();
   return std::shared_ptr<const Context>(
       new Context(ctx->release(), false, settings.verify_hostname && settings.verify_certificate));

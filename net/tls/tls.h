@@ -84,12 +84,18 @@ absl::StatusOr<Settings> settings_from(Getter get);
 // when it names none.
 absl::Status set_setting(Settings* settings, std::string_view key, std::string_view value, bool* known);
 
+// Reads a whole key or trust store file. Stores are read once, when a
+// context is made at start-up, by the caller (the tools), not by the logic
+// code that uses the context.
+using FileReader = absl::FunctionRef<absl::StatusOr<std::string>(const std::string& path)>;
+
 class Context {
  public:
   // A server needs a key store; a client uses one only to answer a
-  // server that asks for a certificate.
-  static absl::StatusOr<std::shared_ptr<const Context>> server(const Settings& settings);
-  static absl::StatusOr<std::shared_ptr<const Context>> client(const Settings& settings);
+  // server that asks for a certificate. Files named by `settings` are
+  // read through `read_file`.
+  static absl::StatusOr<std::shared_ptr<const Context>> server(const Settings& settings, FileReader read_file);
+  static absl::StatusOr<std::shared_ptr<const Context>> client(const Settings& settings, FileReader read_file);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

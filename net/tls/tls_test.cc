@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "io/scope.h"
@@ -31,6 +32,15 @@ using namespace std::chrono_literals;
 namespace certs = testing;
 
 constexpr uint16_t kPort = 9443;
+
+// The files tests name are read as the tools read them.
+absl::StatusOr<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError("no such file");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 Settings server_settings() {
   Settings s;
@@ -138,8 +148,8 @@ std::string pattern(size_t n) {
 }
 
 TEST(TlsTest, CarriesBytesBothWaysAndEndsLikeAStream) {
-  auto server = must(Context::server(server_settings()));
-  auto client = must(Context::client(client_settings()));
+  auto server = must(Context::server(server_settings(), read_file));
+  auto client = must(Context::client(client_settings(), read_file));
   // Small parts gathered into records, and a large transfer of many
   // records and flushes; then the server's close reads as end of stream.
   for (auto [size, part] : {std::pair<size_t, size_t>{1, 1}, {100'000, 7}, {3'000'000, 200'000}}) {
@@ -159,11 +169,11 @@ TEST(TlsTest, ASeedDecidesTheRun) {
   Settings s = server_settings();
   s.client_auth = ClientAuth::kRequired;
   s.truststore_certificates = std::string(certs::kCaCertificate);
-  auto server = must(Context::server(s));
+  auto server = must(Context::server(s, read_file));
   Settings c = client_settings();
   c.keystore_certificate_chain = std::string(certs::kClientCertificate);
   c.keystore_key = std::string(certs::kClientKey);
-  auto client = must(Context::client(c));
+  auto client = must(Context::client(c, read_file));
   const std::string payload = pattern(200'000);
   const Outcome a = exchange(server.get(), client.get(), "localhost", payload, 3000, 7);
   const Outcome b = exchange(server.get(), client.get(), "localhost", payload, 3000, 7);
@@ -177,8 +187,8 @@ TEST(TlsTest, AClientRefusesAServerItDoesNotTrust) {
   Settings s;
   s.keystore_certificate_chain = std::string(certs::kOtherCertificate);
   s.keystore_key = std::string(certs::kOtherKey);
-  auto server = must(Context::server(s));
-  auto client = must(Context::client(client_settings()));
+  auto server = must(Context::server(s, read_file));
+  auto client = must(Context::client(client_settings(), read_file));
   Outcome o = exchange(server.get(), client.get(), "localhost", "hello");
   EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
   EXPECT_NE(o.client_handshake->message().find("certificate verification"), std::string::npos)
@@ -189,15 +199,15 @@ TEST(TlsTest, AClientRefusesAServerItDoesNotTrust) {
   // Trusting no one's certificate in particular (enable.ssl.certificate.verification=false).
   Settings lax = client_settings();
   lax.verify_certificate = false;
-  auto lax_client = must(Context::client(lax));
+  auto lax_client = must(Context::client(lax, read_file));
   o = exchange(server.get(), lax_client.get(), "localhost", "hello");
   EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
   EXPECT_EQ(o.client_read, "hello");
 }
 
 TEST(TlsTest, TheServerCertificateMustNameTheHost) {
-  auto server = must(Context::server(server_settings()));
-  auto client = must(Context::client(client_settings()));
+  auto server = must(Context::server(server_settings(), read_file));
+  auto client = must(Context::client(client_settings(), read_file));
   for (std::string host : {"localhost", "127.0.0.1"}) {
     Outcome o = exchange(server.get(), client.get(), host, "x");
     EXPECT_TRUE(o.client_handshake->ok()) << host << ": " << *o.client_handshake;
@@ -210,7 +220,7 @@ TEST(TlsTest, TheServerCertificateMustNameTheHost) {
   // ssl.endpoint.identification.algorithm= (empty): the chain is still checked.
   Settings no_host = client_settings();
   no_host.verify_hostname = false;
-  auto client2 = must(Context::client(no_host));
+  auto client2 = must(Context::client(no_host, read_file));
   Outcome o = exchange(server.get(), client2.get(), "broker1.example", "x");
   EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
 }
@@ -219,9 +229,9 @@ TEST(TlsTest, ARequiredClientCertificate) {
   Settings s = server_settings();
   s.client_auth = ClientAuth::kRequired;
   s.truststore_certificates = std::string(certs::kCaCertificate);
-  auto server = must(Context::server(s));
+  auto server = must(Context::server(s, read_file));
 
-  auto anonymous = must(Context::client(client_settings()));
+  auto anonymous = must(Context::client(client_settings(), read_file));
   Outcome o = exchange(server.get(), anonymous.get(), "localhost", "hello");
   EXPECT_EQ(o.server_handshake->code(), absl::StatusCode::kUnauthenticated) << *o.server_handshake;
   EXPECT_TRUE(o.server_read.empty());
@@ -230,7 +240,7 @@ TEST(TlsTest, ARequiredClientCertificate) {
   Settings with_cert = client_settings();
   with_cert.keystore_certificate_chain = std::string(certs::kClientCertificate);
   with_cert.keystore_key = std::string(certs::kClientKey);
-  auto known = must(Context::client(with_cert));
+  auto known = must(Context::client(with_cert, read_file));
   o = exchange(server.get(), known.get(), "localhost", "hello");
   EXPECT_TRUE(o.server_handshake->ok()) << *o.server_handshake;
   EXPECT_EQ(o.client_read, "hello");
@@ -239,7 +249,7 @@ TEST(TlsTest, ARequiredClientCertificate) {
   Settings stranger = client_settings();
   stranger.keystore_certificate_chain = std::string(certs::kOtherCertificate);
   stranger.keystore_key = std::string(certs::kOtherKey);
-  auto unknown = must(Context::client(stranger));
+  auto unknown = must(Context::client(stranger, read_file));
   o = exchange(server.get(), unknown.get(), "localhost", "hello");
   EXPECT_FALSE(o.server_handshake->ok());
   EXPECT_TRUE(o.server_read.empty());
@@ -248,17 +258,17 @@ TEST(TlsTest, ARequiredClientCertificate) {
 TEST(TlsTest, VersionsWithNothingInCommon) {
   Settings s = server_settings();
   s.enabled_protocols = {"TLSv1.2"};
-  auto server = must(Context::server(s));
+  auto server = must(Context::server(s, read_file));
   Settings c = client_settings();
   c.enabled_protocols = {"TLSv1.3"};
-  auto client = must(Context::client(c));
+  auto client = must(Context::client(c, read_file));
   Outcome o = exchange(server.get(), client.get(), "localhost", "x");
   EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
   EXPECT_FALSE(o.server_handshake->ok());
 
   // TLS 1.2 on both sides works.
   c.enabled_protocols = {"TLSv1.2", "TLSv1.3"};
-  auto client12 = must(Context::client(c));
+  auto client12 = must(Context::client(c, read_file));
   o = exchange(server.get(), client12.get(), "localhost", "x");
   EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
   EXPECT_EQ(o.client_read, "x");
@@ -307,15 +317,15 @@ class Files : public ::testing::Test {
 };
 
 TEST_F(Files, KeyStoresFromPemAndPkcs12Files) {
-  auto client = must(Context::client(client_settings()));
+  auto client = must(Context::client(client_settings(), read_file));
   // PEM: the key and the chain in one file; the trust store a PEM file.
   Settings pem;
   pem.keystore_location =
       write("server.pem", std::string(certs::kServerKey) + std::string(certs::kServerCertificate));
-  auto server = must(Context::server(pem));
+  auto server = must(Context::server(pem, read_file));
   Settings trusting;
   trusting.truststore_location = write("ca.pem", certs::kCaCertificate);
-  auto client_from_file = must(Context::client(trusting));
+  auto client_from_file = must(Context::client(trusting, read_file));
   Outcome o = exchange(server.get(), client_from_file.get(), "localhost", "pem");
   EXPECT_EQ(o.client_read, "pem");
 
@@ -323,7 +333,7 @@ TEST_F(Files, KeyStoresFromPemAndPkcs12Files) {
   Settings p12;
   p12.keystore_location = pkcs12("server.p12", "secret");
   p12.keystore_password = "secret";
-  server = must(Context::server(p12));
+  server = must(Context::server(p12, read_file));
   o = exchange(server.get(), client.get(), "localhost", "p12");
   EXPECT_EQ(o.client_read, "p12");
 
@@ -331,7 +341,7 @@ TEST_F(Files, KeyStoresFromPemAndPkcs12Files) {
   Settings p12_trust;
   p12_trust.truststore_location = p12.keystore_location;
   p12_trust.truststore_password = "secret";
-  auto client_p12 = must(Context::client(p12_trust));
+  auto client_p12 = must(Context::client(p12_trust, read_file));
   o = exchange(server.get(), client_p12.get(), "localhost", "trusted");
   EXPECT_EQ(o.client_read, "trusted");
 
@@ -339,18 +349,18 @@ TEST_F(Files, KeyStoresFromPemAndPkcs12Files) {
   Settings s = server_settings();
   s.client_auth = ClientAuth::kRequired;
   s.truststore_certificates = std::string(certs::kCaCertificate);
-  auto strict = must(Context::server(s));
+  auto strict = must(Context::server(s, read_file));
   Settings files = client_settings();
   files.certificate_location = write("client.pem", certs::kClientCertificate);
   files.key_location = write("client.key", certs::kClientKey);
-  auto client_with_files = must(Context::client(files));
+  auto client_with_files = must(Context::client(files, read_file));
   o = exchange(strict.get(), client_with_files.get(), "localhost", "files");
   EXPECT_EQ(o.client_read, "files");
 }
 
 TEST_F(Files, BadKeyStoresAreRefusedWithTheReason) {
   auto error = [](const Settings& s) {
-    absl::StatusOr<std::shared_ptr<const Context>> c = Context::server(s);
+    absl::StatusOr<std::shared_ptr<const Context>> c = Context::server(s, read_file);
     EXPECT_FALSE(c.ok());
     return c.ok() ? std::string() : std::string(c.status().message());
   };
@@ -409,12 +419,12 @@ TEST(TlsSettingsTest, ReadsKafkasNames) {
   // The cipher suites by standard name build a context.
   Settings c = client_settings();
   c.cipher_suites = s->cipher_suites;
-  EXPECT_TRUE(Context::client(c).ok());
+  EXPECT_TRUE(Context::client(c, read_file).ok());
   c.cipher_suites = {"TLS_NO_SUCH_SUITE"};
-  EXPECT_FALSE(Context::client(c).ok());
+  EXPECT_FALSE(Context::client(c, read_file).ok());
   c = client_settings();
   c.enabled_protocols = {"SSLv3"};
-  EXPECT_FALSE(Context::client(c).ok());
+  EXPECT_FALSE(Context::client(c, read_file).ok());
 
   for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
            {"ssl.client.auth", "always"},
