@@ -125,6 +125,15 @@ struct Pkcs12 {
 
 absl::StatusOr<Pkcs12> parse_pkcs12(const std::string& what, std::string_view der,
                                     const std::vector<const std::string*>& passwords) {
+  // Java before 11.0.12 protects certificates with RC2, which OpenSSL 3
+  // keeps in its legacy provider: loaded for a second attempt, and
+  // unloaded once the file is read.
+  struct Legacy {
+    OSSL_PROVIDER* provider = nullptr;
+    ~Legacy() {
+      if (provider != nullptr) OSSL_PROVIDER_unload(provider);
+    }
+  } legacy;
   for (int attempt = 0; attempt < 2; ++attempt) {
     for (const std::string* password : passwords) {
       BioPtr bio(BIO_new_mem_buf(der.data(), static_cast<int>(der.size())));
@@ -147,9 +156,7 @@ absl::StatusOr<Pkcs12> parse_pkcs12(const std::string& what, std::string_view de
       }
       return out;
     }
-    // Java before 11.0.12 protects certificates with RC2, which OpenSSL 3
-    // keeps in its legacy provider.
-    if (attempt == 0 && OSSL_PROVIDER_try_load(nullptr, "legacy", 1) == nullptr) break;
+    if (attempt == 0 && (legacy.provider = OSSL_PROVIDER_try_load(nullptr, "legacy", 1)) == nullptr) break;
   }
   return absl::InvalidArgumentError(
       fmt::format("{}: cannot be opened: a wrong password, or a cipher OpenSSL lacks ({})", what, openssl_errors()));
