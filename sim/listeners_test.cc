@@ -307,6 +307,16 @@ struct Produced {
   bool done = false;
 };
 
+// One record to "over-sasl" from a producer made with `config`.
+io::Task<absl::Status> produce_one(io::Context* ctx, const client::ProducerConfig* config) {
+  client::Producer producer(*ctx, *config);
+  client::ProducerRecord record;
+  record.topic = "over-sasl";
+  record.value = io::Buffer::copy_of(std::string_view("x"));
+  absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+  co_return m.status();
+}
+
 // 20 records with acks=all as alice, then one with a wrong password;
 // over TLS trusting `tls` when set, and then once more with a context that
 // does not trust the brokers' certificates (`untrusting`).
@@ -341,25 +351,17 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
     config.client = sim_client_options(brokers, "guessing-producer");
     config.client.sasl = net::SaslCredentials{"alice", "guess"};
     if (tls != nullptr) config.client.tls = handle(tls);
-    client::Producer producer(*ctx, config);
-    client::ProducerRecord record;
-    record.topic = "over-sasl";
-    record.value = io::Buffer::copy_of(std::string_view("x"));
-    absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
-    out->refused_wrong_password = absl::IsUnauthenticated(m.status());
+    absl::Status s = co_await produce_one(ctx, &config);
+    out->refused_wrong_password = absl::IsUnauthenticated(s);
   }
   if (untrusting != nullptr) {
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "untrusting-producer");
     config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
     config.client.tls = handle(untrusting);
-    client::Producer producer(*ctx, config);
-    client::ProducerRecord record;
-    record.topic = "over-sasl";
-    record.value = io::Buffer::copy_of(std::string_view("x"));
-    absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
-    out->untrusted_refused = absl::IsUnauthenticated(m.status());
-    out->untrusted_error = m.status().ToString();
+    absl::Status s = co_await produce_one(ctx, &config);
+    out->untrusted_refused = absl::IsUnauthenticated(s);
+    out->untrusted_error = s.ToString();
   }
   out->done = true;
 }

@@ -21,6 +21,38 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import broker_clients_test as base  # noqa: E402  (Server, run, check)
 
 
+def consume_values(consumer, topic, want, timeout=30):
+    """Up to `want` values from `topic` through `consumer` (subscribed in
+    its group), polling for at most `timeout` seconds; closes it."""
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < want and time.time() < deadline:
+        m = consumer.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+    consumer.close()
+    return got
+
+
+def kafka_python_round_trip(kp, topic, count):
+    """Writes b"k0".. to partition 0 of `topic` with kafka-python's
+    producer and reads that partition back from the start, both with the
+    settings `kp`."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    producer = KafkaProducer(**kp)
+    for i in range(count):
+        producer.send(topic, b"k%d" % i, partition=0)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=5000)
+    consumer.assign([TopicPartition(topic, 0)])
+    consumer.seek_to_beginning()
+    values = [m.value for m in consumer]
+    consumer.close()
+    return values
+
+
 def sasl_checks(work):
     """A SASL_PLAINTEXT listener with PLAIN users beside the PLAINTEXT one:
     kcat, confluent-kafka (SaslHandshake v1 and SaslAuthenticate) and
@@ -30,7 +62,6 @@ def sasl_checks(work):
     import struct
     from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import AdminClient, ConfigResource
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     server = base.Server(os.path.join(work, "sasl-data"), name="sasl")
     secure = base.free_port()
@@ -63,31 +94,14 @@ def sasl_checks(work):
         for i in range(20):
             p.produce("sasl-cf", b"c%d" % i)
         base.check("confluent-kafka produces over SASL", p.flush(20) == 0)
-        c = Consumer(dict(conf, **{"group.id": "sasl-group", "auto.offset.reset": "earliest"}))
-        c.subscribe(["sasl-cf"])
-        got = []
-        deadline = time.time() + 30
-        while len(got) < 20 and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
+        got = consume_values(Consumer(dict(conf, **{"group.id": "sasl-group", "auto.offset.reset": "earliest"})),
+                             "sasl-cf", 20)
         base.check("confluent-kafka consumes in a group over SASL", sorted(got) == sorted(b"c%d" % i for i in range(20)),
               f"{len(got)}")
 
         kp = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
                   sasl_plain_username="alice", sasl_plain_password="alice-secret")
-        producer = KafkaProducer(**kp)
-        for i in range(10):
-            producer.send("sasl-kp", b"k%d" % i, partition=0)
-        producer.flush()
-        producer.close()
-        consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False,
-                                 consumer_timeout_ms=5000)
-        consumer.assign([TopicPartition("sasl-kp", 0)])
-        consumer.seek_to_beginning()
-        values = [m.value for m in consumer]
-        consumer.close()
+        values = kafka_python_round_trip(kp, "sasl-kp", 10)
         base.check("kafka-python authenticates with a bare PLAIN token", values == [b"k%d" % i for i in range(10)],
               str(values[:3]))
 
@@ -133,16 +147,8 @@ def sasl_checks(work):
         for i in range(5):
             p.produce("sasl-txn-topic", b"t%d" % i, partition=0)
         p.commit_transaction(30)
-        c = Consumer(dict(conf, **{"group.id": "sasl-txn-reader", "auto.offset.reset": "earliest",
-                                   "isolation.level": "read_committed"}))
-        c.subscribe(["sasl-txn-topic"])
-        got = []
-        deadline = time.time() + 30
-        while len(got) < 5 and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
+        got = consume_values(Consumer(dict(conf, **{"group.id": "sasl-txn-reader", "auto.offset.reset": "earliest",
+                                   "isolation.level": "read_committed"})), "sasl-txn-topic", 5)
         base.check("a transaction commits on a SASL-only broker", got == [b"t%d" % i for i in range(5)], str(got))
         props = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice",
                  "sasl.password=alice-secret"]
@@ -198,7 +204,6 @@ def tls_checks(work):
     markers go through it) and SASL_SSL without; its key store is
     PKCS12."""
     from confluent_kafka import Consumer, Producer
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     path = make_certificates(os.path.join(work, "tls"))
     server = base.Server(os.path.join(work, "tls-data"), name="tls")
@@ -250,15 +255,8 @@ def tls_checks(work):
             p.produce("tls-cf", b"c%d" % i)
         p.produce("tls-cf", payload, key=b"big")
         base.check("confluent-kafka produces over SASL_SSL", p.flush(20) == 0)
-        c = Consumer(dict(conf, **{"group.id": "tls-group", "auto.offset.reset": "earliest"}))
-        c.subscribe(["tls-cf"])
-        got = []
-        deadline = time.time() + 30
-        while len(got) < 21 and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
+        got = consume_values(Consumer(dict(conf, **{"group.id": "tls-group", "auto.offset.reset": "earliest"})),
+                             "tls-cf", 21)
         base.check("confluent-kafka consumes in a group over SASL_SSL",
                    sorted(got) == sorted([b"c%d" % i for i in range(20)] + [payload]), f"{len(got)}")
 
@@ -272,31 +270,13 @@ def tls_checks(work):
         for i in range(5):
             tp.produce("tls-txn-topic", b"t%d" % i, partition=0)
         tp.commit_transaction(30)
-        c = Consumer(dict(tconf, **{"group.id": "tls-txn-reader", "auto.offset.reset": "earliest",
-                                    "isolation.level": "read_committed"}))
-        c.subscribe(["tls-txn-topic"])
-        got = []
-        deadline = time.time() + 30
-        while len(got) < 5 and time.time() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        c.close()
+        got = consume_values(Consumer(dict(tconf, **{"group.id": "tls-txn-reader", "auto.offset.reset": "earliest",
+                                    "isolation.level": "read_committed"})), "tls-txn-topic", 5)
         base.check("a transaction commits over TLS", got == [b"t%d" % i for i in range(5)], str(got))
 
         kp = dict(bootstrap_servers=sasl_bootstrap, security_protocol="SASL_SSL", ssl_cafile=path("ca.pem"),
                   sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret")
-        producer = KafkaProducer(**kp)
-        for i in range(10):
-            producer.send("tls-kp", b"k%d" % i, partition=0)
-        producer.flush()
-        producer.close()
-        consumer = KafkaConsumer(**kp, auto_offset_reset="earliest", enable_auto_commit=False,
-                                 consumer_timeout_ms=5000)
-        consumer.assign([TopicPartition("tls-kp", 0)])
-        consumer.seek_to_beginning()
-        values = [m.value for m in consumer]
-        consumer.close()
+        values = kafka_python_round_trip(kp, "tls-kp", 10)
         base.check("kafka-python produces and consumes over SASL_SSL", values == [b"k%d" % i for i in range(10)],
                    str(values[:3]))
 
