@@ -7,11 +7,36 @@ function(brook_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
+  get_property(resources_set DIRECTORY PROPERTY BROOK_TEST_RESOURCES)
+  if(NOT resources_set)
+    set_property(DIRECTORY PROPERTY BROOK_TEST_RESOURCES TRUE)
+    cmake_language(DEFER CALL brook_test_resources)
+  endif()
   if(ARG_TIMEOUT)
     set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT})
   else()
     set_tests_properties(${name} PROPERTIES TIMEOUT 300)
   endif()
+endfunction()
+
+# brook_test_resources(): what each test of the calling directory takes
+# from ctest's resource allocation (ctest-resources.json in the build
+# directory; scripts/test.sh passes it): one of the machine's "cpu" slots, or,
+# for a test labelled "waits" (real clients against real servers, which
+# spend most of their time waiting on timers and sockets), one of two
+# "waits" slots, so that those run beside the CPU-bound tests instead of in
+# their place. brook_test() calls it at the end of its directory; a
+# directory that registers tests with add_test() alone calls it last.
+function(brook_test_resources)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(test IN LISTS tests)
+    get_test_property(${test} LABELS labels)
+    if("waits" IN_LIST labels)
+      set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "waits:1")
+    else()
+      set_tests_properties(${test} PROPERTIES RESOURCE_GROUPS "cpu:1")
+    endif()
+  endforeach()
 endfunction()
 
 # BROOK_FUZZ (fuzz/README.md): every object gets libFuzzer's coverage

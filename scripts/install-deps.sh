@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config python3
+  build-essential cmake ninja-build pkg-config python3 lld
   libabsl-dev libfmt-dev libgtest-dev libgmock-dev librapidcheck-dev
   liburing-dev libzstd-dev libbenchmark-dev zlib1g-dev libsnappy-dev liblz4-dev libre2-dev libssl-dev openssl
   kcat python3-confluent-kafka python3-kafka librdkafka-dev

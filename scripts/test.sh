@@ -7,4 +7,7 @@ scripts/install-deps.sh
 scripts/build.sh
 build_dir="${BROOK_BUILD_DIR:-build}"
 cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" "$@"
+# Resource allocation (CMakeLists.txt, ctest-resources.json): at most one
+# CPU-bound test per core, and up to two tests that mostly wait on real
+# clients beside them.
+ctest --output-on-failure -j "$(( $(nproc) + 2 ))" --resource-spec-file ctest-resources.json "$@"
