@@ -329,6 +329,23 @@ absl::Status set_cipher_suites(SSL_CTX* ctx, const std::vector<std::string>& nam
       (!older.empty() && SSL_CTX_set_cipher_list(ctx, fmt::format("{}", fmt::join(older, ":")).c_str()) != 1)) {
     return absl::InvalidArgumentError(fmt::format("ssl.cipher.suites: {}", openssl_errors()));
   }
+  // As in Java, the list is all that is enabled: with no TLS 1.2 suite in
+  // it, TLS 1.2 is not offered (OpenSSL would keep its own 1.2 defaults),
+  // and with no TLS 1.3 suite, TLS 1.3 is not.
+  const long min = SSL_CTX_get_min_proto_version(ctx);  // 0: the lowest
+  const long max = SSL_CTX_get_max_proto_version(ctx);  // 0: the highest
+  if (older.empty()) {
+    if (max != 0 && max < TLS1_3_VERSION) {
+      return absl::InvalidArgumentError("ssl.cipher.suites: only TLS 1.3 suites, but TLS 1.3 is not enabled");
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  }
+  if (tls13.empty()) {
+    if (min >= TLS1_3_VERSION) {
+      return absl::InvalidArgumentError("ssl.cipher.suites: no TLS 1.3 suite, but only TLS 1.3 is enabled");
+    }
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+  }
   return absl::OkStatus();
 }
 

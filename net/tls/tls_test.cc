@@ -22,6 +22,7 @@
 #include <string>
 
 #include "io/scope.h"
+#include "net/kafka/rpc.h"
 #include "net/tls/test_certificates.h"
 #include "sim/world.h"
 
@@ -255,6 +256,36 @@ TEST(TlsTest, ARequiredClientCertificate) {
   EXPECT_TRUE(o.server_read.empty());
 }
 
+// ssl.client.auth=requested: a client without a certificate is served; one
+// that presents a certificate must present a trusted one.
+TEST(TlsTest, ARequestedClientCertificate) {
+  Settings s = server_settings();
+  s.client_auth = ClientAuth::kRequested;
+  s.truststore_certificates = std::string(certs::kCaCertificate);
+  auto server = must(Context::server(s, read_file));
+
+  auto anonymous = must(Context::client(client_settings(), read_file));
+  Outcome o = exchange(server.get(), anonymous.get(), "localhost", "hello");
+  EXPECT_TRUE(o.server_handshake->ok()) << *o.server_handshake;
+  EXPECT_EQ(o.client_read, "hello");
+
+  Settings with_cert = client_settings();
+  with_cert.keystore_certificate_chain = std::string(certs::kClientCertificate);
+  with_cert.keystore_key = std::string(certs::kClientKey);
+  auto known = must(Context::client(with_cert, read_file));
+  o = exchange(server.get(), known.get(), "localhost", "hello");
+  EXPECT_TRUE(o.server_handshake->ok()) << *o.server_handshake;
+  EXPECT_EQ(o.client_read, "hello");
+
+  Settings stranger = client_settings();
+  stranger.keystore_certificate_chain = std::string(certs::kOtherCertificate);
+  stranger.keystore_key = std::string(certs::kOtherKey);
+  auto unknown = must(Context::client(stranger, read_file));
+  o = exchange(server.get(), unknown.get(), "localhost", "hello");
+  EXPECT_FALSE(o.server_handshake->ok());
+  EXPECT_TRUE(o.server_read.empty());
+}
+
 TEST(TlsTest, VersionsWithNothingInCommon) {
   Settings s = server_settings();
   s.enabled_protocols = {"TLSv1.2"};
@@ -272,6 +303,94 @@ TEST(TlsTest, VersionsWithNothingInCommon) {
   o = exchange(server.get(), client12.get(), "localhost", "x");
   EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
   EXPECT_EQ(o.client_read, "x");
+}
+
+io::Task<absl::StatusOr<io::BufferChain>> unanswered() { co_return absl::UnavailableError("no request expected"); }
+
+// net::serve on a TLS listener with connections.max.idle.ms at 5 s.
+io::Task<void> serve_tls(io::Context* ctx, io::Address address, const Context* tls) {
+  auto listener = co_await ctx->network().listen(address);
+  BROOK_ASSERT(listener.ok());
+  ServeOptions options;
+  options.clock = &ctx->clock();
+  options.idle_timeout = 5s;
+  options.tls = tls;
+  (void)co_await serve(**listener, [](RequestFrame) { return unanswered(); }, options);
+}
+
+// Connects, sends nothing, and notes how long until the server closes.
+io::Task<void> silent_client(io::Context* ctx, io::Address address, std::optional<io::Duration>* closed_after) {
+  co_await ctx->clock().sleep_for(1ms);
+  const io::Instant start = ctx->clock().now();
+  auto conn = co_await ctx->network().connect(address);
+  BROOK_ASSERT(conn.ok());
+  while (true) {
+    absl::StatusOr<io::Buffer> b = co_await (*conn)->read_some(4096);
+    if (!b.ok() || b->empty()) break;
+  }
+  *closed_after = ctx->clock().now() - start;
+}
+
+// connections.max.idle.ms covers the handshake: a client that connects to
+// a TLS listener and never starts one is closed when the time runs out.
+TEST(TlsTest, AClientThatNeverShakesHandsIsClosedWhenIdleTooLong) {
+  auto server = must(Context::server(server_settings(), read_file));
+  sim::World world(1);
+  sim::Node& a = world.add_node();
+  sim::Node& b = world.add_node();
+  const io::Address address = b.address(kPort);
+  std::optional<io::Duration> closed_after;
+  b.start([&](io::Context& ctx) { return serve_tls(&ctx, address, server.get()); });
+  a.start([&](io::Context& ctx) { return silent_client(&ctx, address, &closed_after); });
+  ASSERT_TRUE(world.run_until([&] { return closed_after.has_value(); }, 1min));
+  EXPECT_GE(*closed_after, 5s);
+  EXPECT_LT(*closed_after, 6s);
+}
+
+// ssl.cipher.suites is all that is enabled, as in Java: a server listing
+// only TLS 1.3 suites does not fall back on OpenSSL's TLS 1.2 defaults.
+TEST(TlsTest, CipherSuitesAreAllThatIsEnabled) {
+  Settings s = server_settings();
+  s.cipher_suites = {"TLS_AES_256_GCM_SHA384"};
+  auto server = must(Context::server(s, read_file));
+
+  Settings c = client_settings();
+  c.cipher_suites = {"TLS_AES_256_GCM_SHA384"};
+  auto same = must(Context::client(c, read_file));
+  Outcome o = exchange(server.get(), same.get(), "localhost", "x");
+  EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+  EXPECT_EQ(o.client_read, "x");
+
+  c.cipher_suites = {"TLS_AES_128_GCM_SHA256"};
+  auto other = must(Context::client(c, read_file));
+  o = exchange(server.get(), other.get(), "localhost", "x");
+  EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_FALSE(o.server_handshake->ok());
+
+  // A TLS 1.2 client finds no suite at this server.
+  c = client_settings();
+  c.enabled_protocols = {"TLSv1.2"};
+  auto old = must(Context::client(c, read_file));
+  o = exchange(server.get(), old.get(), "localhost", "x");
+  EXPECT_EQ(o.client_handshake->code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_FALSE(o.server_handshake->ok());
+
+  // Only a TLS 1.2 suite on the client: TLS 1.2 with it.
+  c = client_settings();
+  c.cipher_suites = {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"};
+  auto twelve = must(Context::client(c, read_file));
+  auto open_server = must(Context::server(server_settings(), read_file));
+  o = exchange(open_server.get(), twelve.get(), "localhost", "x");
+  EXPECT_TRUE(o.client_handshake->ok()) << *o.client_handshake;
+  EXPECT_EQ(o.client_read, "x");
+
+  // Suites for no enabled version are refused when the context is made.
+  c.cipher_suites = {"TLS_AES_128_GCM_SHA256"};
+  c.enabled_protocols = {"TLSv1.2"};
+  EXPECT_EQ(Context::client(c, read_file).status().code(), absl::StatusCode::kInvalidArgument);
+  c.cipher_suites = {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"};
+  c.enabled_protocols = {"TLSv1.3"};
+  EXPECT_EQ(Context::client(c, read_file).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 class Files : public ::testing::Test {
