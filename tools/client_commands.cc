@@ -101,14 +101,22 @@ absl::Status bad_option(std::string_view name, std::string_view value) {
 }
 
 // Every property of a --producer.config / --consumer.config file, through
-// `set` (set_producer_property or set_consumer_property).
+// `set` (set_producer_property or set_consumer_property). A property the
+// client does not know (a Java client's key.serializer, say) is ignored with
+// a warning, as Kafka's console tools do; a known one with a bad value is an
+// error.
 template <typename Config>
 absl::Status set_properties_from(std::string_view path, Config* config,
                                  absl::Status (*set)(std::string_view, std::string_view, Config*)) {
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> props = read_properties_file(std::string(path));
   if (!props.ok()) return props.status();
   for (const auto& [key, value] : *props) {
-    if (absl::Status s = set(key, value, config); !s.ok()) return s;
+    absl::Status s = set(key, value, config);
+    if (absl::IsNotFound(s)) {
+      std::fprintf(stderr, "warning: %s: %s\n", std::string(path).c_str(), std::string(s.message()).c_str());
+    } else if (!s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }

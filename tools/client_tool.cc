@@ -226,7 +226,7 @@ absl::Status set_producer_property(std::string_view key, std::string_view value,
     }
     return absl::InvalidArgumentError(fmt::format("compression.type: '{}' is not none, gzip, snappy, lz4 or zstd", value));
   }
-  return absl::InvalidArgumentError(fmt::format("unknown producer property '{}'", key));
+  return absl::NotFoundError(fmt::format("unknown producer property '{}'", key));
 }
 
 absl::Status set_consumer_property(std::string_view key, std::string_view value, client::ConsumerConfig* c) {
@@ -260,7 +260,7 @@ absl::Status set_consumer_property(std::string_view key, std::string_view value,
     }
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(fmt::format("unknown consumer property '{}'", key));
+  return absl::NotFoundError(fmt::format("unknown consumer property '{}'", key));
 }
 
 }  // namespace brook::tools

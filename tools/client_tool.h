@@ -33,8 +33,8 @@ absl::Status parse_bootstrap(std::string_view text, client::ClientOptions* out);
 // request.timeout.ms, retry.backoff.ms, max.in.flight.requests.per.connection,
 // max.request.size, buffer.memory, client.id, bootstrap.servers; fetch.*,
 // max.partition.fetch.bytes, isolation.level, auto.offset.reset, check.crcs,
-// max.poll.records; security.protocol, sasl.*, ssl.*). InvalidArgument for
-// unknown names or bad values.
+// max.poll.records; security.protocol, sasl.*, ssl.*). NotFound for an
+// unknown name, InvalidArgument for a bad value.
 absl::Status set_producer_property(std::string_view key, std::string_view value, client::ProducerConfig* config);
 absl::Status set_consumer_property(std::string_view key, std::string_view value, client::ConsumerConfig* config);
 
