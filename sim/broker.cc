@@ -225,12 +225,13 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   absl::StatusOr<std::unique_ptr<io::Listener>> broker_listener =
       co_await ctx->network().listen(o.brokers[static_cast<size_t>(index)]);
   std::unique_ptr<io::Listener> external_listener;
-  if (!o.external.empty()) {
+  const bool external = !o.external.empty() && o.external[static_cast<size_t>(index)].port != 0;
+  if (external) {
     absl::StatusOr<std::unique_ptr<io::Listener>> l =
         co_await ctx->network().listen(o.external[static_cast<size_t>(index)]);
     if (l.ok()) external_listener = std::move(*l);
   }
-  if (!controller_listener.ok() || !broker_listener.ok() || (!o.external.empty() && external_listener == nullptr)) {
+  if (!controller_listener.ok() || !broker_listener.ok() || (external && external_listener == nullptr)) {
     ctx->log().error("broker-sim: listen failed");
     co_return;
   }
@@ -249,14 +250,9 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.cluster_id = std::string(kClusterId);
   bc.advertised = o.brokers[static_cast<size_t>(index)];
   if (o.inter_broker_sasl != nullptr) bc.inter_broker_sasl = *o.inter_broker_sasl;
-  if (o.inter_broker_tls != nullptr) {
-    // A non-owning handle: the context outlives the node.
-    bc.inter_broker_tls = std::shared_ptr<const net::tls::Context>(std::shared_ptr<const net::tls::Context>(),
-                                                                   o.inter_broker_tls);
-  }
-  if (!o.external.empty()) {
-    bc.other_listeners.emplace_back(std::string(kExternalListener), o.external[static_cast<size_t>(index)]);
-  }
+  // The context outlives the node.
+  if (o.inter_broker_tls != nullptr) bc.inter_broker_tls = net::tls::Context::unowned(o.inter_broker_tls);
+  if (external) bc.other_listeners.emplace_back(std::string(kExternalListener), o.external[static_cast<size_t>(index)]);
   bc.incarnation_id = core::random_uuid(ctx->random());
   bc.heartbeat_interval = 500ms;
   bc.num_partitions = o.partitions;

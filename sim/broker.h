@@ -85,7 +85,7 @@ struct ServerNodeOptions {
   std::vector<io::Address> brokers;      // every node's client listener
   std::vector<io::Address> controllers;  // every node's controller listener
   // Every node's second client listener (kExternalListener, listening and
-  // advertised at this address); empty: none.
+  // advertised at this address); empty: none; port 0: none on that node.
   std::vector<io::Address> external;
   // When set, the external listener is SASL_PLAINTEXT with these PLAIN
   // users (outliving the node).

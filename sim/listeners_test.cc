@@ -11,12 +11,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string_view>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,8 @@
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/api_versions_request.h"
 #include "net/kafka/messages/api_versions_response.h"
+#include "net/kafka/messages/create_topics_request.h"
+#include "net/kafka/messages/create_topics_response.h"
 #include "net/kafka/messages/describe_cluster_request.h"
 #include "net/kafka/messages/describe_cluster_response.h"
 #include "net/kafka/messages/find_coordinator_request.h"
@@ -163,6 +167,98 @@ TEST(Listeners, EachClientIsToldOfTheListenerItCameInOn) {
   // fetched (on the inter-broker listener).
   EXPECT_EQ(seen.acknowledged, 20);
   EXPECT_EQ(seen.failed, 0);
+}
+
+// Partitions as one Metadata answer lists them: (index, leader, error).
+using Partitions = std::vector<std::tuple<int32_t, int32_t, int16_t>>;
+
+struct UnreachableSeen {
+  Listed external_brokers;
+  Partitions plain;        // v12 on the PLAINTEXT listener
+  Partitions external;     // v12 on EXTERNAL
+  Partitions external_v5;  // v5 on EXTERNAL
+  bool done = false;
+};
+
+io::Task<Partitions> partitions_of(net::Peer* peer, std::string_view topic, int16_t version, Listed* brokers = nullptr) {
+  net::MetadataRequest request;
+  net::MetadataRequest::MetadataRequestTopic t;
+  t.name = std::string(topic);
+  request.topics.emplace().push_back(std::move(t));
+  request.allow_auto_topic_creation = false;
+  absl::StatusOr<net::MetadataResponse> r = co_await peer->call<net::MetadataResponse>(request, version, kCallTimeout);
+  Partitions out;
+  if (!r.ok() || r->topics.size() != 1) co_return out;
+  for (const auto& p : r->topics[0].partitions) out.emplace_back(p.partition_index, p.leader_id, p.error_code);
+  std::sort(out.begin(), out.end());
+  if (brokers != nullptr) {
+    for (const auto& b : r->brokers) brokers->emplace_back(b.node_id, fmt::format("{}:{}", b.host, b.port));
+  }
+  co_return out;
+}
+
+// A topic of 6 single-replica partitions, then Metadata for it on both
+// listeners, once every partition has a leader.
+io::Task<void> unreachable_leaders(io::Context* ctx, io::Address plain, io::Address external, UnreachableSeen* seen) {
+  co_await ctx->clock().sleep_for(3s);  // the nodes register
+  net::Peer p(ctx->network(), ctx->clock(), plain, "plain-client");
+  net::Peer e(ctx->network(), ctx->clock(), external, "external-client");
+  net::CreateTopicsRequest create;
+  net::CreateTopicsRequest::CreatableTopic topic;
+  topic.name = "spread";
+  topic.num_partitions = 6;
+  topic.replication_factor = 1;
+  create.topics.push_back(std::move(topic));
+  create.timeout_ms = 10000;
+  (void)co_await p.call<net::CreateTopicsResponse>(create, 7, kCallTimeout);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    seen->plain = co_await partitions_of(&p, "spread", 12);
+    if (seen->plain.size() == 6 &&
+        std::all_of(seen->plain.begin(), seen->plain.end(), [](const auto& x) { return std::get<2>(x) == 0; })) {
+      break;
+    }
+    co_await ctx->clock().sleep_for(200ms);
+  }
+  co_await ctx->clock().sleep_for(1s);  // every broker's image has the topic
+  seen->external = co_await partitions_of(&e, "spread", 12, &seen->external_brokers);
+  seen->external_v5 = co_await partitions_of(&e, "spread", 5);
+  seen->done = true;
+}
+
+// A broker with no EXTERNAL listener: a client on EXTERNAL is not told of
+// it, and the partitions it leads come with LISTENER_NOT_FOUND (Metadata
+// v6 and later; LEADER_NOT_AVAILABLE before) and no leader, as Kafka
+// answers, instead of a leader id the client has no address for.
+TEST(Listeners, ALeaderWithoutTheClientsListenerIsListenerNotFound) {
+  TestCluster cluster(11, 3, [](ServerNodeOptions& o) {
+    for (const io::Address& plain : o.brokers) o.external.emplace_back(plain.host, kExternalPort);
+    o.external.back().port = 0;  // node 3: none
+  });
+  const io::Address external(cluster.broker(1).host, kExternalPort);
+  UnreachableSeen seen;
+  cluster.client->start(
+      [&](io::Context& ctx) { return unreachable_leaders(&ctx, cluster.broker(1), external, &seen); });
+  ASSERT_TRUE(cluster.world.run_until([&] { return seen.done; }, 120s));
+
+  ASSERT_EQ(seen.plain.size(), 6u);
+  EXPECT_EQ(seen.external_brokers, (Listed{{1, external.to_string()},
+                                           {2, io::Address(cluster.broker(2).host, kExternalPort).to_string()}}));
+  ASSERT_EQ(seen.external.size(), 6u);
+  ASSERT_EQ(seen.external_v5.size(), 6u);
+  int on_node3 = 0;
+  for (size_t i = 0; i < 6; ++i) {
+    const auto [index, leader, error] = seen.plain[i];
+    EXPECT_EQ(error, 0);
+    if (leader == 3) {
+      ++on_node3;
+      EXPECT_EQ(seen.external[i], std::make_tuple(index, -1, net::code(net::Error::kListenerNotFound)));
+      EXPECT_EQ(seen.external_v5[i], std::make_tuple(index, -1, net::code(net::Error::kLeaderNotAvailable)));
+    } else {
+      EXPECT_EQ(seen.external[i], seen.plain[i]);
+      EXPECT_EQ(seen.external_v5[i], seen.plain[i]);
+    }
+  }
+  EXPECT_GT(on_node3, 0);  // the placement put some leaders there
 }
 
 // One connection driven by hand: requests written, frames read back.
@@ -322,17 +418,13 @@ io::Task<absl::Status> produce_one(io::Context* ctx, const client::ProducerConfi
 // does not trust the brokers' certificates (`untrusting`).
 io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers, Produced* out,
                              const net::tls::Context* tls = nullptr, const net::tls::Context* untrusting = nullptr) {
-  // A non-owning handle on a context that outlives the test's world.
-  auto handle = [](const net::tls::Context* c) {
-    return std::shared_ptr<const net::tls::Context>(std::shared_ptr<const net::tls::Context>(), c);
-  };
   co_await ctx->clock().sleep_for(3s);
   {
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "sasl-producer");
     config.client.allow_auto_create_topics = true;
     config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
-    if (tls != nullptr) config.client.tls = handle(tls);
+    if (tls != nullptr) config.client.tls = net::tls::Context::unowned(tls);
     client::Producer producer(*ctx, config);
     for (int i = 0; i < 20; ++i) {
       client::ProducerRecord record;
@@ -350,7 +442,7 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "guessing-producer");
     config.client.sasl = net::SaslCredentials{"alice", "guess"};
-    if (tls != nullptr) config.client.tls = handle(tls);
+    if (tls != nullptr) config.client.tls = net::tls::Context::unowned(tls);
     absl::Status s = co_await produce_one(ctx, &config);
     out->refused_wrong_password = absl::IsUnauthenticated(s);
   }
@@ -358,7 +450,7 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
     client::ProducerConfig config;
     config.client = sim_client_options(brokers, "untrusting-producer");
     config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
-    config.client.tls = handle(untrusting);
+    config.client.tls = net::tls::Context::unowned(untrusting);
     absl::Status s = co_await produce_one(ctx, &config);
     out->untrusted_refused = absl::IsUnauthenticated(s);
     out->untrusted_error = s.ToString();

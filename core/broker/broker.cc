@@ -62,15 +62,10 @@ Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
       txn_writer_(txn_partitions_),
       txn_host_(*this),
       txns_(ctx, txn_host_, config_.txn) {
-  if (config_.inter_broker_sasl.has_value()) {
-    for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
-      pool->set_sasl(&*config_.inter_broker_sasl);
-    }
-  }
-  if (config_.inter_broker_tls != nullptr) {
-    for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
-      pool->set_tls(config_.inter_broker_tls.get());
-    }
+  // The inter-broker listener's security for every pool (null: none).
+  for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
+    pool->set_sasl(config_.inter_broker_sasl.has_value() ? &*config_.inter_broker_sasl : nullptr);
+    pool->set_tls(config_.inter_broker_tls.get());
   }
 }
 

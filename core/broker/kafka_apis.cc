@@ -360,9 +360,10 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
 
   net::MetadataResponse response;
   response.cluster_id = config_.cluster_id;
+  const std::string& listener = client_listener(frame);
   for (const auto& [id, b] : image_.cluster().brokers) {
     if (b.fenced) continue;
-    auto l = b.listeners.find(client_listener(frame));
+    auto l = b.listeners.find(listener);
     if (l == b.listeners.end()) continue;
     net::MetadataResponse::MetadataResponseBroker out;
     out.node_id = id;
@@ -398,6 +399,11 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
       }
       if (reg.leader < 0 || !alive(reg.leader)) {
         p.error_code = net::code(net::Error::kLeaderNotAvailable);
+        p.leader_id = -1;
+      } else if (!image_.cluster().broker(reg.leader)->listeners.contains(listener)) {
+        // The leader is not reachable on the listener the client came in
+        // on (a misconfigured cluster): Kafka's answer, from version 6.
+        p.error_code = net::code(version >= 6 ? net::Error::kListenerNotFound : net::Error::kLeaderNotAvailable);
         p.leader_id = -1;
       }
       t.partitions.push_back(std::move(p));

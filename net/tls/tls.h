@@ -100,6 +100,13 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  // A handle that does not own `context`, which must outlive every copy
+  // (for a context kept elsewhere, handed to settings that hold contexts by
+  // shared_ptr).
+  static std::shared_ptr<const Context> unowned(const Context* context) {
+    return std::shared_ptr<const Context>(std::shared_ptr<const Context>(), context);
+  }
+
   bool is_server() const { return server_; }
   bool verify_hostname() const { return verify_hostname_; }
   ssl_ctx_st* native() const { return ctx_; }
