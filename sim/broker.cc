@@ -296,10 +296,11 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   tasks.spawn(controller.run());
   broker::Broker* b = &broker;
   auto serve = [](io::Context* x, io::Listener* l, broker::Broker* br, std::string_view name,
-                  const net::SaslPlainUsers* sasl, const net::tls::Context* tls) -> io::Task<void> {
+                  const net::SaslServerConfig* sasl, const net::tls::Context* tls) -> io::Task<void> {
     while (!br->serving()) co_await x->clock().sleep_for(10ms);
     net::ServeOptions options = br->serve_options(name);
-    options.sasl = sasl;
+    std::optional<net::SaslServerConfig> config;
+    if (sasl != nullptr) options.sasl = &config.emplace(br->sasl_config(*sasl));
     options.tls = tls;
     (void)co_await net::serve(
         *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, options);

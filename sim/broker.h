@@ -87,13 +87,13 @@ struct ServerNodeOptions {
   // Every node's second client listener (kExternalListener, listening and
   // advertised at this address); empty: none; port 0: none on that node.
   std::vector<io::Address> external;
-  // When set, the external listener is SASL_PLAINTEXT with these PLAIN
-  // users (outliving the node).
-  const net::SaslPlainUsers* external_sasl = nullptr;
+  // When set, the external listener is SASL_PLAINTEXT with these settings
+  // (outliving the node; each node adds its own SCRAM credentials).
+  const net::SaslServerConfig* external_sasl = nullptr;
   // When set, the first client listener (the inter-broker one) is
-  // SASL_PLAINTEXT with these users, and the brokers log in to each other
-  // as `inter_broker_sasl` (both outliving the node).
-  const net::SaslPlainUsers* sasl = nullptr;
+  // SASL_PLAINTEXT with these settings, and the brokers log in to each
+  // other as `inter_broker_sasl` (both outliving the node).
+  const net::SaslServerConfig* sasl = nullptr;
   const net::SaslCredentials* inter_broker_sasl = nullptr;
   // When set, the first client listener is SSL (SASL_SSL with `sasl`) with
   // this server context, and the brokers connect to each other with

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/client/admin.h"
 #include "net/client/cluster.h"
 #include "net/client/producer.h"
 #include "net/kafka/errors.h"
@@ -307,6 +308,14 @@ struct SaslSeen {
   bool done = false;
 };
 
+// A SASL listener with PLAIN only, its users those of `jaas`.
+net::SaslServerConfig plain_listener(std::string_view jaas) {
+  net::SaslServerConfig config;
+  config.mechanisms = {"PLAIN"};
+  config.plain = *net::parse_plain_jaas(jaas);
+  return config;
+}
+
 net::SaslAuthenticateRequest plain_token(std::string_view user, std::string_view password) {
   net::SaslAuthenticateRequest r;
   r.auth_bytes = io::Buffer::copy_of(fmt::format("{}{}{}{}", '\0', user, '\0', password));
@@ -363,7 +372,7 @@ io::Task<void> sasl_clients(io::Context* ctx, io::Address plain, io::Address ext
 }
 
 TEST(Listeners, ASaslListenerServesOnlyAuthenticatedClients) {
-  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+  static const net::SaslServerConfig users = plain_listener(
       R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";)");
   TestCluster cluster(11, 1, [](ServerNodeOptions& o) {
     for (const io::Address& plain : o.brokers) o.external.emplace_back(plain.host, kExternalPort);
@@ -459,7 +468,7 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
 }
 
 TEST(Listeners, BrokersReplicateOverASaslInterBrokerListener) {
-  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+  static const net::SaslServerConfig users = plain_listener(
       R"(org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="b-secret"
          user_broker="b-secret" user_alice="alice-secret";)");
   static const net::SaslCredentials broker_login = *net::parse_plain_jaas_credentials(
@@ -484,7 +493,7 @@ TEST(Listeners, BrokersReplicateOverASaslInterBrokerListener) {
 // and log in; a client that does not trust the brokers' certificate is
 // refused at once.
 TEST(Listeners, BrokersReplicateOverATlsInterBrokerListener) {
-  static const net::SaslPlainUsers users = *net::parse_plain_jaas(
+  static const net::SaslServerConfig users = plain_listener(
       R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="b-secret"
          user_alice="alice-secret";)");
   static const net::SaslCredentials broker_login{"broker", "b-secret"};
@@ -519,6 +528,146 @@ TEST(Listeners, BrokersReplicateOverATlsInterBrokerListener) {
   EXPECT_TRUE(produced.refused_wrong_password);
   EXPECT_TRUE(produced.untrusted_refused) << produced.untrusted_error;
   EXPECT_NE(produced.untrusted_error.find("certificate verification"), std::string::npos) << produced.untrusted_error;
+}
+
+struct ScramSeen {
+  absl::StatusOr<std::map<std::string, absl::Status>> first = absl::UnknownError("not run");
+  absl::StatusOr<std::map<std::string, absl::Status>> second = absl::UnknownError("not run");
+  absl::StatusOr<std::map<std::string, absl::Status>> removed = absl::UnknownError("not run");
+  absl::StatusOr<std::map<std::string, absl::StatusOr<std::vector<client::ScramCredentialInfo>>>> described =
+      absl::UnknownError("not run");
+  absl::StatusOr<std::map<std::string, absl::StatusOr<std::vector<client::ScramCredentialInfo>>>> named =
+      absl::UnknownError("not run");
+  int acknowledged = 0;
+  std::string first_error;
+  absl::Status wrong_password;
+  absl::Status removed_mechanism;
+  absl::Status kept_mechanism;
+  bool done = false;
+};
+
+client::ProducerConfig scram_producer(const std::vector<io::Address>& brokers, std::string_view mechanism,
+                                      std::string password) {
+  client::ProducerConfig config;
+  config.client = sim_client_options(brokers, "scram-producer");
+  config.client.allow_auto_create_topics = true;
+  config.client.sasl = net::SaslCredentials{"alice", std::move(password), std::string(mechanism)};
+  return config;
+}
+
+// An admin (PLAIN) makes SCRAM credentials; alice produces with them, a
+// wrong password is refused, and a deleted credential stops working.
+io::Task<void> scram_clients(io::Context* ctx, std::vector<io::Address> brokers, ScramSeen* out) {
+  co_await ctx->clock().sleep_for(3s);
+  client::ClientOptions admin_options = sim_client_options(brokers, "admin");
+  admin_options.sasl = net::SaslCredentials{"admin", "admin-secret"};
+  client::Cluster admin(*ctx, admin_options);
+  using M = net::ScramMechanism;
+  std::vector<client::ScramAlteration> first = {
+      {"alice", M::kSha256, false, "alice-256", 4096},
+      {"bob", M::kSha512, false, "bob-secret", 8192},
+      {"carol", M::kSha256, false, "x", 100},       // too few iterations
+      {"dave", M::kSha256, true, "", 0},            // nothing to delete
+      {"erin", M::kSha256, false, "e", 4096},       // twice
+      {"erin", M::kSha256, false, "e", 8192},
+      {"frank", M::kSha256, false, "f", 4096},      // both mechanisms at once
+      {"frank", M::kSha512, false, "f", 4096},
+  };
+  out->first = co_await client::alter_user_scram_credentials(admin, std::move(first));
+  std::vector<client::ScramAlteration> second = {{"alice", M::kSha512, false, "alice-512", 4096}};
+  out->second = co_await client::alter_user_scram_credentials(admin, std::move(second));
+  // Every broker's image holds the credentials once it has replayed them.
+  co_await ctx->clock().sleep_for(2s);
+  std::vector<std::string> everyone;
+  out->described = co_await client::describe_user_scram_credentials(admin, std::move(everyone));
+  std::vector<std::string> named = {"alice", "nobody"};
+  out->named = co_await client::describe_user_scram_credentials(admin, std::move(named));
+  {
+    const client::ProducerConfig config = scram_producer(brokers, net::kScramSha512, "alice-512");
+    client::Producer producer(*ctx, config);
+    for (int i = 0; i < 20; ++i) {
+      client::ProducerRecord record;
+      record.topic = "over-scram";
+      record.value = io::Buffer::copy_of(std::to_string(i));
+      absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+      if (m.ok()) {
+        ++out->acknowledged;
+      } else if (out->first_error.empty()) {
+        out->first_error = m.status().ToString();
+      }
+    }
+  }
+  {
+    const client::ProducerConfig config = scram_producer(brokers, net::kScramSha256, "alice-512");
+    out->wrong_password = co_await produce_one(ctx, &config);
+  }
+  std::vector<client::ScramAlteration> remove = {{"alice", M::kSha512, true, "", 0}};
+  out->removed = co_await client::alter_user_scram_credentials(admin, std::move(remove));
+  co_await ctx->clock().sleep_for(2s);
+  {
+    const client::ProducerConfig config = scram_producer(brokers, net::kScramSha512, "alice-512");
+    out->removed_mechanism = co_await produce_one(ctx, &config);
+  }
+  {
+    const client::ProducerConfig config = scram_producer(brokers, net::kScramSha256, "alice-256");
+    out->kept_mechanism = co_await produce_one(ctx, &config);
+  }
+  out->done = true;
+}
+
+// SASL/SCRAM on a three-broker cluster: credentials made through
+// AlterUserScramCredentials (forwarded to the controller) reach every
+// broker's image, acks=all records go through SCRAM-authenticated
+// connections while the brokers replicate over PLAIN on the same listener.
+TEST(Listeners, ScramCredentialsFromTheMetadataLogAuthenticateClients) {
+  static const net::SaslServerConfig config = [] {
+    net::SaslServerConfig c = plain_listener(
+        R"(org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="b-secret"
+           user_admin="admin-secret";)");
+    c.mechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+    return c;
+  }();
+  static const net::SaslCredentials broker_login{"broker", "b-secret"};
+  TestCluster cluster(19, 3, [](ServerNodeOptions& o) {
+    o.sasl = &config;
+    o.inter_broker_sasl = &broker_login;
+    o.min_insync = 2;
+    o.offsets_replication_factor = 3;
+  });
+  ScramSeen seen;
+  cluster.client->start([&](io::Context& ctx) { return scram_clients(&ctx, cluster.brokers, &seen); });
+  ASSERT_TRUE(cluster.world.run_until([&] { return seen.done; }, 300s));
+
+  ASSERT_TRUE(seen.first.ok()) << seen.first.status();
+  EXPECT_EQ(seen.first->size(), 6u);
+  EXPECT_TRUE(seen.first->at("alice").ok()) << seen.first->at("alice");
+  EXPECT_TRUE(seen.first->at("bob").ok());
+  EXPECT_NE(seen.first->at("carol").message().find("Too few iterations"), std::string_view::npos)
+      << seen.first->at("carol");
+  EXPECT_NE(seen.first->at("dave").message().find("does not exist"), std::string_view::npos) << seen.first->at("dave");
+  EXPECT_NE(seen.first->at("erin").message().find("twice"), std::string_view::npos) << seen.first->at("erin");
+  EXPECT_TRUE(seen.first->at("frank").ok()) << seen.first->at("frank");
+  ASSERT_TRUE(seen.second.ok()) << seen.second.status();
+  EXPECT_TRUE(seen.second->at("alice").ok());
+
+  using Info = client::ScramCredentialInfo;
+  using M = net::ScramMechanism;
+  ASSERT_TRUE(seen.described.ok()) << seen.described.status();
+  ASSERT_EQ(seen.described->size(), 3u);  // alice, bob and frank
+  EXPECT_EQ(*seen.described->at("alice"), (std::vector<Info>{{M::kSha256, 4096}, {M::kSha512, 4096}}));
+  EXPECT_EQ(*seen.described->at("bob"), (std::vector<Info>{{M::kSha512, 8192}}));
+  EXPECT_EQ(*seen.described->at("frank"), (std::vector<Info>{{M::kSha256, 4096}, {M::kSha512, 4096}}));
+  ASSERT_TRUE(seen.named.ok()) << seen.named.status();
+  EXPECT_TRUE(seen.named->at("alice").ok());
+  EXPECT_TRUE(absl::IsNotFound(seen.named->at("nobody").status())) << seen.named->at("nobody").status();
+
+  // acks=all with min.insync.replicas=2: the followers fetched over PLAIN.
+  EXPECT_EQ(seen.acknowledged, 20) << seen.first_error;
+  EXPECT_TRUE(absl::IsUnauthenticated(seen.wrong_password)) << seen.wrong_password;
+  ASSERT_TRUE(seen.removed.ok()) << seen.removed.status();
+  EXPECT_TRUE(seen.removed->at("alice").ok());
+  EXPECT_TRUE(absl::IsUnauthenticated(seen.removed_mechanism)) << seen.removed_mechanism;
+  EXPECT_TRUE(seen.kept_mechanism.ok()) << seen.kept_mechanism;
 }
 
 }  // namespace

@@ -73,9 +73,10 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
   if (key == "request.timeout.ms") return parse_ms(key, value, &c->request_timeout);
   if (key == "retry.backoff.ms") return parse_ms(key, value, &c->retry_backoff);
   if (key == "allow.auto.create.topics") return parse_bool(key, value, &c->allow_auto_create_topics);
-  // SASL PLAIN (librdkafka's sasl.username / sasl.password, or the Java
-  // clients' sasl.jaas.config; credentials imply SASL) and TLS (the ssl.*
-  // names of both).
+  // SASL PLAIN and SCRAM-SHA-256/512 (librdkafka's sasl.mechanisms,
+  // sasl.username and sasl.password, or the Java clients' sasl.mechanism
+  // and sasl.jaas.config; credentials imply SASL) and TLS (the ssl.* names
+  // of both).
   if (key == "security.protocol") {
     if (value != "PLAINTEXT" && value != "SSL" && value != "SASL_PLAINTEXT" && value != "SASL_SSL") {
       return absl::InvalidArgumentError(
@@ -94,7 +95,11 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
     return s;
   }
   if (key == "sasl.mechanism" || key == "sasl.mechanisms") {
-    if (value != net::kSaslPlain) return absl::InvalidArgumentError(fmt::format("{}={}: only PLAIN is supported", key, value));
+    if (value != net::kSaslPlain && !net::scram_mechanism(value).has_value()) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}={}: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 are supported", key, value));
+    }
+    c->sasl_mechanism = std::string(value);
     return absl::OkStatus();
   }
   if (key == "sasl.username" || key == "sasl.password") {
@@ -103,7 +108,12 @@ absl::Status set_client_property(std::string_view key, std::string_view value, c
     return absl::OkStatus();
   }
   if (key == "sasl.jaas.config") {
+    // A PlainLoginModule or a ScramLoginModule entry; sasl.mechanism says
+    // which mechanism logs in.
     absl::StatusOr<net::SaslCredentials> credentials = net::parse_plain_jaas_credentials(value);
+    if (!credentials.ok() && value.find(net::kScramLoginModule) != std::string_view::npos) {
+      credentials = net::parse_jaas_credentials(value, net::kScramSha256);
+    }
     if (!credentials.ok()) {
       return absl::InvalidArgumentError(fmt::format("sasl.jaas.config: {}", std::string(credentials.status().message())));
     }
@@ -166,6 +176,7 @@ absl::StatusOr<std::string> read_whole_file(const std::string& path) {
 }
 
 absl::Status finish_client_options(client::ClientOptions* c) {
+  if (c->sasl.has_value()) c->sasl->mechanism = c->sasl_mechanism;
   if (!c->use_tls) {
     c->tls.reset();
     return absl::OkStatus();

@@ -29,10 +29,13 @@
 //   ssl.keystore.key, ssl.truststore.location / .password / .certificates, ssl.client.auth,
 //   ssl.enabled.protocols, ssl.cipher.suites, ssl.endpoint.identification.algorithm
 //                                (each also as listener.name.NAME.ssl.*; PKCS12 or PEM stores)
-//   sasl.enabled.mechanisms, listener.name.NAME.sasl.enabled.mechanisms  (PLAIN)
+//   sasl.enabled.mechanisms, listener.name.NAME.sasl.enabled.mechanisms
+//                                (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
 //   listener.name.NAME.plain.sasl.jaas.config  (PlainLoginModule, user_NAME="PASSWORD";
 //                                              username and password on the inter-broker one)
-//   sasl.mechanism.inter.broker.protocol         (PLAIN)
+//   listener.name.NAME.scram-sha-256.sasl.jaas.config (and -512; ScramLoginModule: the
+//                                inter-broker login's username and password)
+//   sasl.mechanism.inter.broker.protocol         (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
 //   inter.broker.listener.name / security.inter.broker.protocol
 //   controller.listener.names    the controller's listener name (first one)
 //   controller.quorum.voters     id@host:port,...  (default: this node alone)
@@ -86,6 +89,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/broker/broker.h"
 #include "core/controller/quorum_controller.h"
@@ -188,38 +192,63 @@ std::string listener_prefix(std::string_view name) {
   return prefix;
 }
 
-// A SASL_PLAINTEXT or SASL_SSL listener's settings:
-// sasl.enabled.mechanisms (its listener.name.NAME. form first) must be
-// PLAIN, and listener.name.NAME.plain.sasl.jaas.config names the users (a
-// PlainLoginModule with user_NAME="PASSWORD" options), as Kafka's broker
-// reads them.
+// The JAAS property of `mechanism` on a listener:
+// listener.name.NAME.MECHANISM.sasl.jaas.config, mechanism in lower case.
+std::string jaas_key(const std::string& listener, std::string_view mechanism) {
+  std::string key = listener_prefix(listener);
+  for (char ch : mechanism) key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  return key + ".sasl.jaas.config";
+}
+
+// A SASL_PLAINTEXT or SASL_SSL listener's settings, as Kafka's broker
+// reads them: sasl.enabled.mechanisms (its listener.name.NAME. form first)
+// among PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512. With PLAIN,
+// listener.name.NAME.plain.sasl.jaas.config names the users (a
+// PlainLoginModule with user_NAME="PASSWORD" options). SCRAM's users are
+// the cluster's credentials (AlterUserScramCredentials, `brook format
+// --add-scram`); its JAAS entry (a ScramLoginModule) is needed only for
+// the inter-broker login, and checked when given.
 template <typename Get>
-absl::StatusOr<net::SaslPlainUsers> sasl_listener(const std::string& name, const Get& get) {
+absl::StatusOr<net::SaslServerConfig> sasl_listener(const std::string& name, const Get& get) {
   const std::string prefix = listener_prefix(name);
   std::optional<std::string> mechanisms = get(prefix + "sasl.enabled.mechanisms");
   if (!mechanisms.has_value()) mechanisms = get("sasl.enabled.mechanisms");
-  const std::vector<std::string> enabled = split_list(mechanisms.value_or("GSSAPI"));
-  for (const std::string& m : enabled) {
-    if (m != net::kSaslPlain) {
+  net::SaslServerConfig config;
+  config.mechanisms = split_list(mechanisms.value_or("GSSAPI"));
+  for (const std::string& m : config.mechanisms) {
+    if (m != net::kSaslPlain && !net::scram_mechanism(m).has_value()) {
       return absl::InvalidArgumentError(fmt::format(
-          "listener {}: SASL mechanism {} is not supported (set sasl.enabled.mechanisms=PLAIN){}", name, m,
-          mechanisms.has_value() ? "" : "; Kafka's default is GSSAPI"));
+          "listener {}: SASL mechanism {} is not supported (sasl.enabled.mechanisms may list PLAIN, "
+          "SCRAM-SHA-256 and SCRAM-SHA-512){}",
+          name, m, mechanisms.has_value() ? "" : "; Kafka's default is GSSAPI"));
+    }
+    if (m == net::kSaslPlain) continue;
+    if (std::optional<std::string> jaas = get(jaas_key(name, m))) {
+      absl::StatusOr<std::map<std::string, std::string>> options = net::parse_jaas_options(*jaas, net::kScramLoginModule);
+      if (!options.ok()) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: {}", jaas_key(name, m), std::string(options.status().message())));
+      }
     }
   }
-  if (enabled.empty()) return absl::InvalidArgumentError(fmt::format("listener {}: no SASL mechanism enabled", name));
-  const std::string jaas_key = prefix + "plain.sasl.jaas.config";
-  std::optional<std::string> jaas = get(jaas_key);
+  if (config.mechanisms.empty()) {
+    return absl::InvalidArgumentError(fmt::format("listener {}: no SASL mechanism enabled", name));
+  }
+  if (!config.enabled(net::kSaslPlain)) return config;
+  const std::string key = jaas_key(name, net::kSaslPlain);
+  std::optional<std::string> jaas = get(key);
   if (!jaas.has_value()) {
     return absl::InvalidArgumentError(fmt::format(
-        "listener {} uses SASL and {} is not set (org.apache.kafka.common.security.plain.PlainLoginModule "
+        "listener {} enables SASL PLAIN and {} is not set (org.apache.kafka.common.security.plain.PlainLoginModule "
         "required user_NAME=\"PASSWORD\" ...;)",
-        name, jaas_key));
+        name, key));
   }
   absl::StatusOr<net::SaslPlainUsers> users = net::parse_plain_jaas(*jaas);
   if (!users.ok()) {
-    return absl::InvalidArgumentError(fmt::format("{}: {}", jaas_key, std::string(users.status().message())));
+    return absl::InvalidArgumentError(fmt::format("{}: {}", key, std::string(users.status().message())));
   }
-  return users;
+  config.plain = std::move(*users);
+  return config;
 }
 
 // An SSL or SASL_SSL listener's TLS settings: the ssl.* properties, each
@@ -264,9 +293,9 @@ struct ServerConfig {
     std::string name;
     io::Address listen;
     io::Address advertised;
-    // SASL_PLAINTEXT and SASL_SSL: the PLAIN users its clients
-    // authenticate as.
-    std::optional<net::SaslPlainUsers> sasl;
+    // SASL_PLAINTEXT and SASL_SSL: its mechanisms, and the PLAIN users
+    // its clients authenticate as.
+    std::optional<net::SaslServerConfig> sasl;
     // SSL and SASL_SSL: the server side of TLS, and the settings it came
     // from.
     std::shared_ptr<const net::tls::Context> tls;
@@ -447,16 +476,17 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
       // Brokers authenticate to each other as the username and password
       // options of that listener's JAAS entry, with
       // sasl.mechanism.inter.broker.protocol (Kafka's default is GSSAPI).
-      const std::string& name = c.broker_listeners.front().name;
+      const ServerConfig::BrokerListener& l = c.broker_listeners.front();
+      const std::string& name = l.name;
       const std::string mechanism = get("sasl.mechanism.inter.broker.protocol").value_or("GSSAPI");
-      if (mechanism != net::kSaslPlain) {
+      if (!l.sasl->enabled(mechanism)) {
         return absl::InvalidArgumentError(fmt::format(
-            "the inter-broker listener {} uses SASL and sasl.mechanism.inter.broker.protocol is {}: only "
-            "PLAIN is supported",
-            name, mechanism));
+            "the inter-broker listener {} uses SASL and sasl.mechanism.inter.broker.protocol is {}, which the "
+            "listener does not enable ({})",
+            name, mechanism, fmt::join(l.sasl->mechanisms, ",")));
       }
-      const std::string key = listener_prefix(name) + "plain.sasl.jaas.config";
-      absl::StatusOr<net::SaslCredentials> credentials = net::parse_plain_jaas_credentials(get(key).value_or(""));
+      const std::string key = jaas_key(name, mechanism);
+      absl::StatusOr<net::SaslCredentials> credentials = net::parse_jaas_credentials(get(key).value_or(""), mechanism);
       if (!credentials.ok()) {
         return absl::InvalidArgumentError(fmt::format(
             "{}: the inter-broker listener needs the username and password brokers log in with: {}", key,
@@ -836,9 +866,12 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     std::printf("brook server: controller listening on %s\n", (*controller_listener)->address().to_string().c_str());
   }
   for (size_t i = 0; i < broker_listeners.size(); ++i) {
+    const std::string sasl = c.broker_listeners[i].sasl.has_value()
+                                 ? fmt::format(", SASL {}", fmt::join(c.broker_listeners[i].sasl->mechanisms, ","))
+                                 : std::string();
     std::printf("brook server: broker listening on %s (%s%s%s, advertised as %s)\n",
                 broker_listeners[i]->address().to_string().c_str(), c.broker_listeners[i].name.c_str(),
-                c.broker_listeners[i].tls ? ", TLS" : "", c.broker_listeners[i].sasl ? ", SASL PLAIN" : "",
+                c.broker_listeners[i].tls ? ", TLS" : "", sasl.c_str(),
                 c.broker_listeners[i].advertised.to_string().c_str());
   }
   std::fflush(stdout);
@@ -874,7 +907,8 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
       std::printf("brook server: broker %d is serving clients on %s\n", b->node_id(), name.c_str());
       std::fflush(stdout);
       net::ServeOptions options = b->serve_options(name);
-      options.sasl = listener->sasl.has_value() ? &*listener->sasl : nullptr;
+      std::optional<net::SaslServerConfig> sasl;
+      if (listener->sasl.has_value()) options.sasl = &sasl.emplace(b->sasl_config(*listener->sasl));
       options.tls = listener->tls.get();
       absl::Status s =
           co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, options);

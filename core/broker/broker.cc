@@ -64,7 +64,7 @@ Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
       txns_(ctx, txn_host_, config_.txn) {
   // The inter-broker listener's security for every pool (null: none).
   for (net::PeerPool* pool : {&replica_peers_, &marker_peers_, &verify_peers_, &group_peers_}) {
-    pool->set_sasl(config_.inter_broker_sasl.has_value() ? &*config_.inter_broker_sasl : nullptr);
+    pool->set_sasl(config_.inter_broker_sasl.has_value() ? &*config_.inter_broker_sasl : nullptr, &ctx_->random());
     pool->set_tls(config_.inter_broker_tls.get());
   }
 }

@@ -272,7 +272,7 @@ struct Partition {
   }
 };
 
-class Broker final : public raft::RaftListener, private group::CoordinatorLog {
+class Broker final : public raft::RaftListener, public net::ScramCredentialLookup, private group::CoordinatorLog {
  public:
   // `raft` is the node's metadata log replica (a voter in combined mode).
   Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config);
@@ -313,6 +313,15 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
     o.listener_name = listener.empty() ? std::string_view(config_.listener_name) : listener;
     return o;
   }
+  // A SASL listener's settings with this broker's SCRAM credentials (its
+  // image's) and nonce source filled in.
+  net::SaslServerConfig sasl_config(net::SaslServerConfig listener) {
+    listener.scram = this;
+    listener.random = &ctx_->random();
+    return listener;
+  }
+  // The image's SCRAM credential of `user` (SASL/SCRAM on the listeners).
+  std::optional<net::ScramCredential> find(net::ScramMechanism mechanism, std::string_view user) const override;
   // Registered and unfenced in the replayed image.
   bool serving() const;
   const std::map<std::pair<std::string, int32_t>, std::shared_ptr<Partition>>& partitions() const {
@@ -552,6 +561,7 @@ class Broker final : public raft::RaftListener, private group::CoordinatorLog {
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_producers(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_acls(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_describe_client_quotas(const net::RequestFrame& frame);
+  io::Task<absl::StatusOr<io::BufferChain>> on_describe_user_scram_credentials(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_create_topics(const net::RequestFrame& frame);
   io::Task<absl::StatusOr<io::BufferChain>> on_find_coordinator(const net::RequestFrame& frame);
   // JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,

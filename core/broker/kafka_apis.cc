@@ -11,6 +11,7 @@
 #include "core/configs/configs.h"
 #include "core/controller/acls.h"
 #include "core/controller/client_quotas.h"
+#include "core/controller/scram.h"
 #include "core/controller/quorum_controller.h"
 #include "io/status.h"
 #include "io/when.h"
@@ -20,6 +21,8 @@
 #include "net/kafka/messages/alter_client_quotas_response.h"
 #include "net/kafka/messages/alter_configs_request.h"
 #include "net/kafka/messages/alter_configs_response.h"
+#include "net/kafka/messages/alter_user_scram_credentials_request.h"
+#include "net/kafka/messages/alter_user_scram_credentials_response.h"
 #include "net/kafka/messages/api_versions_request.h"
 #include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/messages/create_acls_request.h"
@@ -42,6 +45,8 @@
 #include "net/kafka/messages/describe_log_dirs_request.h"
 #include "net/kafka/messages/describe_quorum_request.h"
 #include "net/kafka/messages/describe_quorum_response.h"
+#include "net/kafka/messages/describe_user_scram_credentials_request.h"
+#include "net/kafka/messages/describe_user_scram_credentials_response.h"
 #include "net/kafka/messages/describe_log_dirs_response.h"
 #include "net/kafka/messages/describe_configs_response.h"
 #include "net/kafka/messages/fetch_request.h"
@@ -105,6 +110,8 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::ElectLeadersRequest::kApiKey, 0, 2},
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
     {net::DescribeClientQuotasRequest::kApiKey, 0, 1},
+    {net::DescribeUserScramCredentialsRequest::kApiKey, 0, 0},
+    {net::AlterUserScramCredentialsRequest::kApiKey, 0, 0},
     {net::DescribeQuorumRequest::kApiKey, 0, 2},
     {net::IncrementalAlterConfigsRequest::kApiKey, 0, 1},
     {net::DescribeClusterRequest::kApiKey, 0, 1},
@@ -223,6 +230,8 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await on_describe_acls(frame);
     case net::DescribeClientQuotasRequest::kApiKey:
       co_return co_await on_describe_client_quotas(frame);
+    case net::DescribeUserScramCredentialsRequest::kApiKey:
+      co_return co_await on_describe_user_scram_credentials(frame);
     case net::CreateTopicsRequest::kApiKey:
       co_return co_await on_create_topics(frame);
     case net::FindCoordinatorRequest::kApiKey:
@@ -267,6 +276,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await forward<net::DeleteAclsRequest, net::DeleteAclsResponse>(frame);
     case net::AlterClientQuotasRequest::kApiKey:
       co_return co_await forward<net::AlterClientQuotasRequest, net::AlterClientQuotasResponse>(frame);
+    case net::AlterUserScramCredentialsRequest::kApiKey:
+      co_return co_await forward<net::AlterUserScramCredentialsRequest, net::AlterUserScramCredentialsResponse>(
+          frame);
     default:
       // An API this listener does not serve: Kafka closes the connection.
       co_return absl::UnimplementedError(
@@ -1084,6 +1096,25 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_client_quotas(cons
   CO_ASSIGN_OR_RETURN(net::DescribeClientQuotasRequest request,
                       net::decode_body<net::DescribeClientQuotasRequest>(frame));
   co_return net::encode_response(controller::describe_client_quotas(image_.client_quotas(), request), frame.header);
+}
+
+// SCRAM credentials, like ACLs, are kept in the metadata log
+// (AlterUserScramCredentials goes to the controller) and described from the
+// image (core/controller/scram.h); the SASL listeners authenticate against
+// the same image (Broker::find).
+io::Task<absl::StatusOr<io::BufferChain>> Broker::on_describe_user_scram_credentials(const net::RequestFrame& frame) {
+  CO_ASSIGN_OR_RETURN(net::DescribeUserScramCredentialsRequest request,
+                      net::decode_body<net::DescribeUserScramCredentialsRequest>(frame));
+  co_return net::encode_response(controller::describe_scram_credentials(image_.scram(), request), frame.header);
+}
+
+std::optional<net::ScramCredential> Broker::find(net::ScramMechanism mechanism, std::string_view user) const {
+  const auto& mechanisms = image_.scram().mechanisms;
+  auto m = mechanisms.find(net::scram_type(mechanism));
+  if (m == mechanisms.end()) return std::nullopt;
+  auto c = m->second.find(std::string(user));
+  if (c == m->second.end()) return std::nullopt;
+  return c->second;
 }
 
 // The producers a partition's leader keeps state for (KIP-664), as

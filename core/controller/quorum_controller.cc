@@ -12,6 +12,7 @@
 #include "core/configs/configs.h"
 #include "core/controller/acls.h"
 #include "core/controller/client_quotas.h"
+#include "core/controller/scram.h"
 #include "core/controller/partition_change.h"
 #include "core/controller/topic_names.h"
 #include "core/placement/placement.h"
@@ -99,6 +100,7 @@ std::vector<ServedApi> served_apis() {
           served<net::CreateAclsRequest>(),
           served<net::DeleteAclsRequest>(),
           served<net::AlterClientQuotasRequest>(),
+          served<net::AlterUserScramCredentialsRequest>(),
           served<net::UpdateFeaturesRequest>(),
           served<net::EnvelopeRequest>(),
           served<net::DescribeConfigsRequest>()};
@@ -1478,6 +1480,32 @@ io::Task<net::AlterConfigsResponse> QuorumController::alter_configs(net::AlterCo
   co_return response;
 }
 
+// --- SCRAM credentials -------------------------------------------------------
+
+io::Task<net::AlterUserScramCredentialsResponse> QuorumController::alter_user_scram_credentials(
+    net::AlterUserScramCredentialsRequest request) {
+  auto lock = co_await queue_.lock();
+  if (!check_active()) {
+    net::AlterUserScramCredentialsResponse response;
+    std::set<std::string> users;
+    for (const auto& d : request.deletions) users.insert(d.name);
+    for (const auto& u : request.upsertions) users.insert(u.name);
+    for (const std::string& user : users) {
+      auto& result = response.results.emplace_back();
+      result.user = user;
+      refuse(result);
+    }
+    co_return response;
+  }
+  ScramChanges changes = alter_scram_credentials(latest_.scram(), request);
+  if (changes.records.empty()) co_return std::move(changes.response);
+  // All of a request's changes commit together, as Kafka's do.
+  if (!(co_await write(std::move(changes.records), std::move(lock))).ok()) {
+    for (size_t i : changes.written) refuse(changes.response.results[i]);
+  }
+  co_return std::move(changes.response);
+}
+
 // --- ACLs and client quotas --------------------------------------------------
 
 io::Task<net::CreateAclsResponse> QuorumController::create_acls(net::CreateAclsRequest request) {
@@ -1748,6 +1776,7 @@ bool forwardable(int16_t api_key) {
     case net::CreateAclsRequest::kApiKey:
     case net::DeleteAclsRequest::kApiKey:
     case net::AlterClientQuotasRequest::kApiKey:
+    case net::AlterUserScramCredentialsRequest::kApiKey:
     case net::UpdateFeaturesRequest::kApiKey:
       return true;
     default:
@@ -1883,6 +1912,10 @@ io::Task<absl::StatusOr<io::BufferChain>> QuorumController::handle_request(net::
     case net::AlterClientQuotasRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::AlterClientQuotasRequest>(frame));
       co_return net::encode_response(co_await alter_client_quotas(std::move(request)), frame.header);
+    }
+    case net::AlterUserScramCredentialsRequest::kApiKey: {
+      CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::AlterUserScramCredentialsRequest>(frame));
+      co_return net::encode_response(co_await alter_user_scram_credentials(std::move(request)), frame.header);
     }
     case net::UpdateFeaturesRequest::kApiKey: {
       CO_ASSIGN_OR_RETURN(auto request, net::decode_body<net::UpdateFeaturesRequest>(frame));

@@ -91,6 +91,8 @@
 #include "net/kafka/messages/broker_heartbeat_response.h"
 #include "net/kafka/messages/broker_registration_request.h"
 #include "net/kafka/messages/broker_registration_response.h"
+#include "net/kafka/messages/alter_user_scram_credentials_request.h"
+#include "net/kafka/messages/alter_user_scram_credentials_response.h"
 #include "net/kafka/messages/create_acls_request.h"
 #include "net/kafka/messages/create_acls_response.h"
 #include "net/kafka/messages/create_partitions_request.h"
@@ -208,6 +210,9 @@ class QuorumController final : public raft::RaftListener {
   io::Task<net::CreateAclsResponse> create_acls(net::CreateAclsRequest request);
   io::Task<net::DeleteAclsResponse> delete_acls(net::DeleteAclsRequest request);
   io::Task<net::AlterClientQuotasResponse> alter_client_quotas(net::AlterClientQuotasRequest request);
+  // AlterUserScramCredentials (core/controller/scram.h).
+  io::Task<net::AlterUserScramCredentialsResponse> alter_user_scram_credentials(
+      net::AlterUserScramCredentialsRequest request);
   io::Task<net::UpdateFeaturesResponse> update_features(net::UpdateFeaturesRequest request, int16_t version);
   // A request a broker forwards on behalf of a client: the inner request
   // (one of the forwardable controller APIs) is answered as if sent here.

@@ -60,6 +60,7 @@
 #include "absl/status/statusor.h"
 #include "core/metadata/record_serde.h"
 #include "io/buffer.h"
+#include "net/kafka/scram.h"
 #include "net/kafka/wire.h"
 
 namespace brook::metadata {
@@ -242,13 +243,7 @@ struct ProducerIdsImage {
   bool operator==(const ProducerIdsImage&) const = default;
 };
 
-struct ScramCredential {
-  std::string salt;
-  std::string stored_key;
-  std::string server_key;
-  int32_t iterations = 0;
-  bool operator==(const ScramCredential&) const = default;
-};
+using ScramCredential = net::ScramCredential;
 
 struct ScramImage {
   // Mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) -> user -> credential.

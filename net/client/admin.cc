@@ -3,10 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
 #include "net/kafka/errors.h"
+#include "net/kafka/messages/alter_user_scram_credentials_request.h"
+#include "net/kafka/messages/alter_user_scram_credentials_response.h"
 #include "net/kafka/messages/create_partitions_request.h"
 #include "net/kafka/messages/create_partitions_response.h"
 #include "net/kafka/messages/create_topics_request.h"
@@ -17,6 +20,8 @@
 #include "net/kafka/messages/delete_topics_response.h"
 #include "net/kafka/messages/describe_configs_request.h"
 #include "net/kafka/messages/describe_configs_response.h"
+#include "net/kafka/messages/describe_user_scram_credentials_request.h"
+#include "net/kafka/messages/describe_user_scram_credentials_response.h"
 #include "net/kafka/messages/incremental_alter_configs_request.h"
 #include "net/kafka/messages/incremental_alter_configs_response.h"
 #include "net/kafka/messages/list_offsets_request.h"
@@ -420,6 +425,78 @@ io::Task<std::map<TopicPartition, absl::StatusOr<int64_t>>> delete_records(Clust
       };
   co_return co_await to_leaders<int64_t, net::DeleteRecordsResponse, net::DeleteRecordsRequest>(
       cluster, std::move(partitions), kDeleteRecordsVersion, std::move(build), std::move(answers));
+}
+
+io::Task<absl::StatusOr<std::map<std::string, absl::Status>>> alter_user_scram_credentials(
+    Cluster& cluster, std::vector<ScramAlteration> alterations) {
+  const io::Clock& clock = cluster.context().clock();
+  const io::Instant deadline = clock.now() + cluster.options().request_timeout;
+  net::AlterUserScramCredentialsRequest r;
+  for (const ScramAlteration& a : alterations) {
+    if (a.remove) {
+      auto& d = r.deletions.emplace_back();
+      d.name = a.user;
+      d.mechanism = net::scram_type(a.mechanism);
+      continue;
+    }
+    std::string salt(32, '\0');
+    for (char& c : salt) c = static_cast<char>(cluster.context().random().uniform(256));
+    auto& u = r.upsertions.emplace_back();
+    u.name = a.user;
+    u.mechanism = net::scram_type(a.mechanism);
+    u.iterations = a.iterations;
+    // Too few or too many iterations are the controller's to refuse; the
+    // salting is bounded so that a typo does not spin here.
+    const int32_t rounds = std::clamp(a.iterations, 1, net::kScramMaxIterations);
+    u.salted_password = io::Buffer::copy_of(std::string_view(net::scram_salted_password(a.mechanism, a.password, salt, rounds)));
+    u.salt = io::Buffer::copy_of(std::string_view(salt));
+  }
+  while (true) {
+    absl::StatusOr<net::AlterUserScramCredentialsResponse> resp =
+        co_await call_any<net::AlterUserScramCredentialsResponse>(cluster, r, 0, deadline);
+    if (!resp.ok()) co_return resp.status();
+    bool retry = false;
+    for (const auto& result : resp->results) retry |= retry_item(result.error_code);
+    if (retry && clock.now() + cluster.options().retry_backoff < deadline) {
+      co_await clock.sleep_for(cluster.options().retry_backoff);
+      continue;
+    }
+    std::map<std::string, absl::Status> out;
+    for (const auto& result : resp->results) out[result.user] = item_status(result.error_code, result.error_message);
+    co_return out;
+  }
+}
+
+io::Task<absl::StatusOr<std::map<std::string, absl::StatusOr<std::vector<ScramCredentialInfo>>>>>
+describe_user_scram_credentials(Cluster& cluster, std::vector<std::string> users) {
+  const io::Instant deadline = cluster.context().clock().now() + cluster.options().request_timeout;
+  net::DescribeUserScramCredentialsRequest r;
+  if (!users.empty()) {
+    r.users.emplace();
+    for (std::string& user : users) r.users->emplace_back().name = std::move(user);
+  }
+  absl::StatusOr<net::DescribeUserScramCredentialsResponse> resp =
+      co_await call_any<net::DescribeUserScramCredentialsResponse>(cluster, r, 0, deadline);
+  if (!resp.ok()) co_return resp.status();
+  if (resp->error_code != 0) co_return item_status(resp->error_code, resp->error_message);
+  std::map<std::string, absl::StatusOr<std::vector<ScramCredentialInfo>>> out;
+  for (const auto& result : resp->results) {
+    if (result.error_code == net::code(net::Error::kResourceNotFound)) {
+      out.emplace(result.user, absl::NotFoundError(result.error_message.value_or("no SCRAM credential")));
+      continue;
+    }
+    if (result.error_code != 0) {
+      out.emplace(result.user, item_status(result.error_code, result.error_message));
+      continue;
+    }
+    std::vector<ScramCredentialInfo> infos;
+    for (const auto& info : result.credential_infos) {
+      std::optional<net::ScramMechanism> m = net::scram_mechanism_of_type(info.mechanism);
+      if (m.has_value()) infos.push_back(ScramCredentialInfo{*m, info.iterations});
+    }
+    out.emplace(result.user, std::move(infos));
+  }
+  co_return out;
 }
 
 }  // namespace brook::client

@@ -2,7 +2,8 @@
 //
 // Admin operations on a Cluster, as Kafka's Admin client offers them:
 // topics (create, delete, add partitions, describe), configs (describe,
-// incremental alter), offsets (list by time, delete records). Requests that
+// incremental alter), offsets (list by time, delete records), SCRAM
+// credentials (describe, alter). Requests that
 // the controller decides go to any broker, which forwards them; a
 // retriable answer (NOT_CONTROLLER, a broker going away) is retried until
 // the request timeout. Per-item outcomes come back per item.
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "io/task.h"
 #include "net/client/cluster.h"
+#include "net/kafka/scram.h"
 
 namespace brook::client {
 
@@ -68,6 +70,23 @@ struct ListedOffset {
   int32_t leader_epoch = -1;
 };
 
+// One SCRAM credential change: an upsertion (the password, salted here with
+// a fresh random salt, so that only the salted password is sent) or a
+// deletion.
+struct ScramAlteration {
+  std::string user;
+  net::ScramMechanism mechanism = net::ScramMechanism::kSha256;
+  bool remove = false;
+  std::string password;
+  int32_t iterations = net::kScramMinIterations;
+};
+
+struct ScramCredentialInfo {
+  net::ScramMechanism mechanism = net::ScramMechanism::kSha256;
+  int32_t iterations = 0;
+  friend bool operator==(const ScramCredentialInfo&, const ScramCredentialInfo&) = default;
+};
+
 io::Task<absl::StatusOr<std::map<std::string, CreatedTopic>>> create_topics(Cluster& cluster,
                                                                             std::vector<NewTopic> topics,
                                                                             bool validate_only = false);
@@ -93,5 +112,14 @@ io::Task<std::map<TopicPartition, absl::StatusOr<ListedOffset>>> list_offsets(
 // the high watermark). The new low watermark per partition.
 io::Task<std::map<TopicPartition, absl::StatusOr<int64_t>>> delete_records(Cluster& cluster,
                                                                            std::map<TopicPartition, int64_t> offsets);
+
+// AlterUserScramCredentials: the outcome per user (a user may be altered
+// once per call).
+io::Task<absl::StatusOr<std::map<std::string, absl::Status>>> alter_user_scram_credentials(
+    Cluster& cluster, std::vector<ScramAlteration> alterations);
+// DescribeUserScramCredentials: each user's credentials (all users with
+// one when `users` is empty); NotFound for a named user with none.
+io::Task<absl::StatusOr<std::map<std::string, absl::StatusOr<std::vector<ScramCredentialInfo>>>>>
+describe_user_scram_credentials(Cluster& cluster, std::vector<std::string> users);
 
 }  // namespace brook::client

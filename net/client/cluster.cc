@@ -53,7 +53,7 @@ net::Peer& Cluster::peer_for(const io::Address& address) {
              .emplace(address, std::make_unique<net::Peer>(ctx_->network(), ctx_->clock(), address,
                                                            options_.client_id, options_.max_response_bytes))
              .first;
-    if (options_.sasl.has_value()) it->second->set_sasl(&*options_.sasl);
+    if (options_.sasl.has_value()) it->second->set_sasl(&*options_.sasl, &ctx_->random());
     it->second->set_tls(options_.tls.get());
   }
   return *it->second;

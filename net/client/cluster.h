@@ -82,17 +82,19 @@ struct ClientOptions {
   bool allow_auto_create_topics = true;
   // The largest answer read from a broker.
   int32_t max_response_bytes = 100 << 20;
-  // security.protocol=SASL_PLAINTEXT with sasl.mechanism=PLAIN: every
-  // connection authenticates as these credentials first.
+  // security.protocol=SASL_PLAINTEXT or SASL_SSL: every connection
+  // authenticates as these credentials (and with their mechanism) first.
   std::optional<net::SaslCredentials> sasl;
   // security.protocol=SSL or SASL_SSL: every connection runs a TLS
   // handshake first, with this context (net/tls/tls.h), checking each
   // broker's certificate against the host name it is reached at.
   std::shared_ptr<const net::tls::Context> tls;
   // What the tools make `tls` from (security.protocol and the ssl.*
-  // client properties, tools/client_tool.h).
+  // client properties, tools/client_tool.h), and sasl.mechanism, which
+  // they set as `sasl`'s mechanism.
   bool use_tls = false;
   net::tls::Settings tls_settings;
+  std::string sasl_mechanism = std::string(net::kSaslPlain);
 };
 
 class Cluster {

@@ -34,15 +34,41 @@ io::Task<absl::StatusOr<io::Buffer>> read_frame(io::Connection& conn, FrameReade
   }
 }
 
-// SASL PLAIN as a client: SaslHandshake v1, then the token in
-// SaslAuthenticate v1 (the versions every broker with SASL PLAIN since
-// Kafka 1.0 takes).
-io::Task<absl::Status> authenticate_plain(io::Connection& conn, const SaslCredentials& credentials,
-                                          const std::string& client_id) {
+// One SaslAuthenticate v1 round: sends `token`, returns the server's.
+io::Task<absl::StatusOr<std::string>> sasl_round(io::Connection* conn, FrameReader* reader, std::string_view token,
+                                                 int32_t correlation_id, const std::string* client_id) {
+  SaslAuthenticateRequest authenticate;
+  authenticate.auth_bytes = io::Buffer::copy_of(token);
+  absl::StatusOr<io::BufferChain> frame = encode_request(authenticate, 1, correlation_id, *client_id);
+  if (!frame.ok()) co_return frame.status();
+  if (absl::Status s = co_await conn->write_all(std::move(*frame)); !s.ok()) co_return s;
+  absl::StatusOr<io::Buffer> bytes = co_await read_frame(*conn, *reader);
+  if (!bytes.ok()) co_return bytes.status();
+  absl::StatusOr<SaslAuthenticateResponse> answer = decode_response<SaslAuthenticateResponse>(*bytes, 1);
+  if (!answer.ok()) co_return absl::DataLossError(answer.status().message());
+  if (answer->error_code != 0) {
+    co_return absl::UnauthenticatedError(fmt::format("SASL authentication: {}: {}", error_name(answer->error_code),
+                                                     answer->error_message.value_or("")));
+  }
+  co_return std::string(answer->auth_bytes.view());
+}
+
+// SASL as a client: SaslHandshake v1 naming the mechanism, then its tokens
+// in SaslAuthenticate v1 (the versions every broker since Kafka 1.0
+// takes): PLAIN's one token, or SCRAM's two rounds (nonce from `random`).
+io::Task<absl::Status> authenticate(io::Connection& conn, const SaslCredentials& credentials, io::Random* random,
+                                    const std::string& client_id) {
   SaslHandshakeRequest handshake;
-  handshake.mechanism = std::string(kSaslPlain);
+  handshake.mechanism = credentials.mechanism;
   constexpr int32_t kHandshakeId = 0x5a5a0001;
   constexpr int32_t kAuthenticateId = 0x5a5a0002;
+  const std::optional<ScramMechanism> scram = scram_mechanism(credentials.mechanism);
+  if (!scram.has_value() && credentials.mechanism != kSaslPlain) {
+    co_return absl::InvalidArgumentError(fmt::format("SASL mechanism {} is not supported", credentials.mechanism));
+  }
+  if (scram.has_value() && random == nullptr) {
+    co_return absl::FailedPreconditionError("SCRAM needs a random source for its nonce");
+  }
   absl::StatusOr<io::BufferChain> frame = encode_request(handshake, 1, kHandshakeId, client_id);
   if (!frame.ok()) co_return frame.status();
   if (absl::Status s = co_await conn.write_all(std::move(*frame)); !s.ok()) co_return s;
@@ -56,25 +82,25 @@ io::Task<absl::Status> authenticate_plain(io::Connection& conn, const SaslCreden
                                                      error_name(shook->error_code),
                                                      fmt::join(shook->mechanisms, ", ")));
   }
-  SaslAuthenticateRequest authenticate;
-  std::string token;
-  token.push_back('\0');
-  token += credentials.username;
-  token.push_back('\0');
-  token += credentials.password;
-  authenticate.auth_bytes = io::Buffer::copy_of(std::string_view(token));
-  frame = encode_request(authenticate, 1, kAuthenticateId, client_id);
-  if (!frame.ok()) co_return frame.status();
-  if (absl::Status s = co_await conn.write_all(std::move(*frame)); !s.ok()) co_return s;
-  bytes = co_await read_frame(conn, reader);
-  if (!bytes.ok()) co_return bytes.status();
-  absl::StatusOr<SaslAuthenticateResponse> answer = decode_response<SaslAuthenticateResponse>(*bytes, 1);
-  if (!answer.ok()) co_return absl::DataLossError(answer.status().message());
-  if (answer->error_code != 0) {
-    co_return absl::UnauthenticatedError(fmt::format("SASL authentication: {}: {}", error_name(answer->error_code),
-                                                     answer->error_message.value_or("")));
+  if (!scram.has_value()) {
+    std::string token;
+    token.push_back('\0');
+    token += credentials.username;
+    token.push_back('\0');
+    token += credentials.password;
+    absl::StatusOr<std::string> answer = co_await sasl_round(&conn, &reader, token, kAuthenticateId, &client_id);
+    co_return answer.status();
   }
-  co_return absl::OkStatus();
+  ScramClient client(*scram, credentials.username, credentials.password, scram_nonce(*random));
+  const std::string first = client.first_message();
+  absl::StatusOr<std::string> server_first = co_await sasl_round(&conn, &reader, first, kAuthenticateId, &client_id);
+  if (!server_first.ok()) co_return server_first.status();
+  absl::StatusOr<std::string> final_message = client.final_message(*server_first);
+  if (!final_message.ok()) co_return final_message.status();
+  absl::StatusOr<std::string> server_final =
+      co_await sasl_round(&conn, &reader, *final_message, kAuthenticateId + 1, &client_id);
+  if (!server_final.ok()) co_return server_final.status();
+  co_return client.check_server_final(*server_final);
 }
 
 // Connects to `address`, with TLS when `tls` is set, then authenticating
@@ -83,6 +109,7 @@ io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> connect_to(io::Network
                                                                     const io::Address* address,
                                                                     const tls::Context* tls,
                                                                     const SaslCredentials* sasl,
+                                                                    io::Random* random,
                                                                     const std::string* client_id) {
   absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await network->connect(*address);
   if (!conn.ok()) co_return conn;
@@ -91,7 +118,7 @@ io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> connect_to(io::Network
     if (!conn.ok()) co_return conn;
   }
   if (sasl == nullptr) co_return conn;
-  if (absl::Status s = co_await authenticate_plain(**conn, *sasl, *client_id); !s.ok()) {
+  if (absl::Status s = co_await authenticate(**conn, *sasl, random, *client_id); !s.ok()) {
     (*conn)->close();
     co_return s;
   }
@@ -105,7 +132,7 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange_on(std::unique_ptr<io::Conne
                                                        int32_t correlation_id) {
   if (*slot == nullptr) {
     absl::StatusOr<std::unique_ptr<io::Connection>> conn =
-        co_await connect_to(network_, &address_, tls_, sasl_, &client_id_);
+        co_await connect_to(network_, &address_, tls_, sasl_, random_, &client_id_);
     if (!conn.ok()) co_return conn.status();
     *slot = std::move(*conn);
   }
@@ -130,7 +157,7 @@ Peer& PeerPool::get(int32_t id, const io::Address& address) {
   if (slot == nullptr || !(slot->address() == address)) {
     if (slot != nullptr && slot->in_flight() > 0) retired_.push_back(std::move(slot));
     slot = std::make_unique<Peer>(*network_, *clock_, address, client_id_);
-    slot->set_sasl(sasl_);
+    slot->set_sasl(sasl_, random_);
     slot->set_tls(tls_);
   }
   return *slot;
@@ -163,18 +190,18 @@ io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration time
     idle_.pop_back();
   }
   auto write = [](io::Network* network, const io::Address* address, const tls::Context* tls,
-                  const SaslCredentials* sasl, const std::string* client_id, std::unique_ptr<io::Connection>* slot,
-                  io::BufferChain bytes) -> io::Task<absl::Status> {
+                  const SaslCredentials* sasl, io::Random* random, const std::string* client_id,
+                  std::unique_ptr<io::Connection>* slot, io::BufferChain bytes) -> io::Task<absl::Status> {
     if (*slot == nullptr) {
       absl::StatusOr<std::unique_ptr<io::Connection>> c =
-          co_await connect_to(network, address, tls, sasl, client_id);
+          co_await connect_to(network, address, tls, sasl, random, client_id);
       if (!c.ok()) co_return c.status();
       *slot = std::move(*c);
     }
     co_return co_await (*slot)->write_all(std::move(bytes));
   };
   auto result = co_await io::with_timeout(*clock_, timeout,
-                                          write(network_, &address_, tls_, sasl_, &client_id_, &conn, std::move(frame)));
+                                          write(network_, &address_, tls_, sasl_, random_, &client_id_, &conn, std::move(frame)));
   if (!result.has_value()) {
     co_return absl::DeadlineExceededError(fmt::format("writing to {} took over {} ms", address_.to_string(),
                                                       std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));

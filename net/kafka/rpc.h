@@ -78,9 +78,13 @@ class Peer {
     co_return co_await write_only(std::move(*frame), timeout);
   }
 
-  // Every new connection authenticates with SASL PLAIN as `credentials`
-  // (nullptr: none) before its first request. They must outlive the Peer.
-  void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
+  // Every new connection authenticates with SASL as `credentials` (nullptr:
+  // none) before its first request; SCRAM's nonces come from `random`.
+  // Both must outlive the Peer.
+  void set_sasl(const SaslCredentials* credentials, io::Random* random) {
+    sasl_ = credentials;
+    random_ = random;
+  }
   // Every new connection runs a TLS handshake with `context` (nullptr:
   // none) first, checking the certificate against the address's host. It
   // must outlive the Peer.
@@ -116,6 +120,7 @@ class Peer {
   std::string client_id_;
   int32_t max_response_bytes_;
   const SaslCredentials* sasl_ = nullptr;
+  io::Random* random_ = nullptr;
   const tls::Context* tls_ = nullptr;
   int32_t next_correlation_id_ = 1;
   size_t in_flight_ = 0;
@@ -142,7 +147,10 @@ class PeerPool {
   // Replaced Peers still kept for their calls.
   size_t retired() const { return retired_.size(); }
   // Peer::set_sasl for the Peers made from now on.
-  void set_sasl(const SaslCredentials* credentials) { sasl_ = credentials; }
+  void set_sasl(const SaslCredentials* credentials, io::Random* random) {
+    sasl_ = credentials;
+    random_ = random;
+  }
   // Peer::set_tls for the Peers made from now on.
   void set_tls(const tls::Context* context) { tls_ = context; }
 
@@ -151,6 +159,7 @@ class PeerPool {
   const io::Clock* clock_;
   std::string client_id_;
   const SaslCredentials* sasl_ = nullptr;
+  io::Random* random_ = nullptr;
   const tls::Context* tls_ = nullptr;
   std::map<int32_t, std::unique_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<Peer>> retired_;
@@ -171,10 +180,10 @@ struct ServeOptions {
   // destroys a coroutine's by-value class parameter twice when the
   // argument is a temporary.)
   std::string_view listener_name;
-  // A SASL_PLAINTEXT listener's PLAIN users (net/kafka/sasl.h): every
-  // connection authenticates before its requests reach the handler.
-  // nullptr: PLAINTEXT. It must outlive serve().
-  const SaslPlainUsers* sasl = nullptr;
+  // A SASL_PLAINTEXT or SASL_SSL listener's SASL settings
+  // (net/kafka/sasl.h): every connection authenticates before its requests
+  // reach the handler. nullptr: no SASL. It must outlive serve().
+  const SaslServerConfig* sasl = nullptr;
   // An SSL or SASL_SSL listener's server context: every connection's TLS
   // handshake comes first (within idle_timeout when set). nullptr: none.
   // It must outlive serve().

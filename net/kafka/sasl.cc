@@ -18,7 +18,6 @@ namespace brook::net {
 
 namespace {
 
-constexpr std::string_view kPlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule";
 constexpr std::string_view kUserPrefix = "user_";
 
 // Splits a JAAS entry into words: bare words, `=`, `;`, and double-quoted
@@ -75,13 +74,18 @@ SaslServerSession::Step answer(const M& body, const RequestHeader& header, bool 
 }  // namespace
 
 absl::StatusOr<std::map<std::string, std::string>> parse_plain_jaas_options(std::string_view jaas) {
+  return parse_jaas_options(jaas, kPlainLoginModule);
+}
+
+absl::StatusOr<std::map<std::string, std::string>> parse_jaas_options(std::string_view jaas,
+                                                                      std::string_view login_module) {
   ASSIGN_OR_RETURN(auto words, jaas_words(jaas));
   if (words.size() < 3 || words[0].second || words[1].second) {
     return absl::InvalidArgumentError("JAAS configuration: expected '<LoginModule> required <options>;'");
   }
-  if (words[0].first != kPlainLoginModule) {
+  if (words[0].first != login_module) {
     return absl::InvalidArgumentError(
-        fmt::format("JAAS configuration: login module {} is not {}", words[0].first, kPlainLoginModule));
+        fmt::format("JAAS configuration: login module {} is not {}", words[0].first, login_module));
   }
   const std::string& flag = words[1].first;
   if (flag != "required" && flag != "requisite" && flag != "sufficient" && flag != "optional") {
@@ -119,13 +123,25 @@ absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas) {
 }
 
 absl::StatusOr<SaslCredentials> parse_plain_jaas_credentials(std::string_view jaas) {
-  ASSIGN_OR_RETURN(auto options, parse_plain_jaas_options(jaas));
+  return parse_jaas_credentials(jaas, kSaslPlain);
+}
+
+absl::StatusOr<SaslCredentials> parse_jaas_credentials(std::string_view jaas, std::string_view mechanism) {
+  ASSIGN_OR_RETURN(auto options,
+                   parse_jaas_options(jaas, mechanism == kSaslPlain ? kPlainLoginModule : kScramLoginModule));
   auto username = options.find("username");
   auto password = options.find("password");
   if (username == options.end() || password == options.end()) {
     return absl::InvalidArgumentError("JAAS configuration: no username=\"...\" password=\"...\" options");
   }
-  return SaslCredentials{username->second, password->second};
+  return SaslCredentials{username->second, password->second, std::string(mechanism)};
+}
+
+bool SaslServerConfig::enabled(std::string_view mechanism) const {
+  for (const std::string& m : mechanisms) {
+    if (m == mechanism) return true;
+  }
+  return false;
 }
 
 absl::StatusOr<std::string> check_plain_token(const SaslPlainUsers& users, std::string_view token) {
@@ -165,14 +181,18 @@ SaslServerSession::Step SaslServerSession::on_handshake(const RequestFrame& fram
   absl::StatusOr<SaslHandshakeRequest> request = decode_body<SaslHandshakeRequest>(frame);
   if (!request.ok()) return Step{std::nullopt, true};
   SaslHandshakeResponse response;
-  response.mechanisms.emplace_back(kSaslPlain);
+  response.mechanisms = config_->mechanisms;
   if (state_ != State::kHandshake) {
     response.error_code = code(Error::kIllegalSaslState);
     return answer(response, frame.header, true);
   }
-  if (request->mechanism != kSaslPlain) {
+  if (!config_->enabled(request->mechanism)) {
     response.error_code = code(Error::kUnsupportedSaslMechanism);
     return answer(response, frame.header, true);
+  }
+  mechanism_ = request->mechanism;
+  if (std::optional<ScramMechanism> scram = scram_mechanism(mechanism_)) {
+    scram_.emplace(*scram, config_->scram, config_->random);
   }
   state_ = frame.header.request_api_version == 0 ? State::kBareToken : State::kAuthenticate;
   return answer(response, frame.header, false);
@@ -187,28 +207,45 @@ SaslServerSession::Step SaslServerSession::on_authenticate(const RequestFrame& f
     response.error_message = "SaslAuthenticate before a SaslHandshake v1 naming the mechanism";
     return answer(response, frame.header, true);
   }
-  absl::StatusOr<std::string> user = check_plain_token(*users_, request->auth_bytes.view());
-  if (!user.ok()) {
+  absl::StatusOr<std::string> token = on_token(request->auth_bytes.view());
+  if (!token.ok()) {
     response.error_code = code(Error::kSaslAuthenticationFailed);
-    response.error_message = std::string(user.status().message());
+    response.error_message = std::string(token.status().message());
     return answer(response, frame.header, true);
   }
-  user_ = std::move(*user);
-  state_ = State::kDone;
+  response.auth_bytes = io::Buffer::copy_of(std::string_view(*token));
   response.error_message = std::nullopt;
   return answer(response, frame.header, false);
 }
 
-SaslServerSession::Step SaslServerSession::on_bare_token(const io::Buffer& frame) {
-  if (state_ != State::kBareToken) return Step{std::nullopt, true};
-  absl::StatusOr<std::string> user = check_plain_token(*users_, frame.view());
-  if (!user.ok()) return Step{std::nullopt, true};
+absl::StatusOr<std::string> SaslServerSession::on_token(std::string_view token) {
+  if (scram_.has_value()) {
+    absl::StatusOr<std::string> answer = scram_->step(token);
+    if (answer.ok() && scram_->complete()) {
+      user_ = scram_->user();
+      state_ = State::kDone;
+    }
+    return answer;
+  }
+  absl::StatusOr<std::string> user = check_plain_token(config_->plain, token);
+  if (!user.ok()) return user.status();
   user_ = std::move(*user);
   state_ = State::kDone;
-  // The server's (empty) challenge, size-prefixed.
+  return std::string();
+}
+
+SaslServerSession::Step SaslServerSession::on_bare_token(const io::Buffer& frame) {
+  if (state_ != State::kBareToken) return Step{std::nullopt, true};
+  absl::StatusOr<std::string> token = on_token(frame.view());
+  if (!token.ok()) return Step{std::nullopt, true};
+  // The server's token (PLAIN: empty), size-prefixed.
+  const uint32_t size = static_cast<uint32_t>(token->size());
+  std::string bytes = {static_cast<char>(size >> 24), static_cast<char>(size >> 16), static_cast<char>(size >> 8),
+                       static_cast<char>(size)};
+  bytes += *token;
   Step step;
   step.response.emplace();
-  step.response->append(io::Buffer::copy_of(std::string_view("\0\0\0\0", 4)));
+  step.response->append(io::Buffer::copy_of(std::string_view(bytes)));
   return step;
 }
 

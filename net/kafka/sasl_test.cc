@@ -83,6 +83,13 @@ M response_of(const SaslServerSession::Step& step, int16_t version) {
   return decoded.ok() ? *decoded : M{};
 }
 
+SaslServerConfig plain_config() {
+  SaslServerConfig config;
+  config.mechanisms = {"PLAIN"};
+  config.plain = *parse_plain_jaas(kJaas);
+  return config;
+}
+
 SaslAuthenticateRequest authenticate(std::string token) {
   SaslAuthenticateRequest r;
   r.auth_bytes = io::Buffer::copy_of(std::string_view(token));
@@ -90,9 +97,9 @@ SaslAuthenticateRequest authenticate(std::string token) {
 }
 
 TEST(SaslSession, HandshakeV1ThenAuthenticate) {
-  const SaslPlainUsers users = *parse_plain_jaas(kJaas);
+  const SaslServerConfig config = plain_config();
   for (int16_t version = 0; version <= 2; ++version) {
-    SaslServerSession session(&users);
+    SaslServerSession session(&config);
     SaslHandshakeRequest hs;
     hs.mechanism = "PLAIN";
     SaslServerSession::Step step = session.on_request(frame_of(hs, 1));
@@ -110,8 +117,8 @@ TEST(SaslSession, HandshakeV1ThenAuthenticate) {
 }
 
 TEST(SaslSession, AWrongPasswordIsAnsweredAndCloses) {
-  const SaslPlainUsers users = *parse_plain_jaas(kJaas);
-  SaslServerSession session(&users);
+  const SaslServerConfig config = plain_config();
+  SaslServerSession session(&config);
   SaslHandshakeRequest hs;
   hs.mechanism = "PLAIN";
   (void)session.on_request(frame_of(hs, 1));
@@ -124,9 +131,9 @@ TEST(SaslSession, AWrongPasswordIsAnsweredAndCloses) {
 }
 
 TEST(SaslSession, UnknownMechanismsAndOutOfOrderRequestsClose) {
-  const SaslPlainUsers users = *parse_plain_jaas(kJaas);
+  const SaslServerConfig config = plain_config();
   {
-    SaslServerSession session(&users);
+    SaslServerSession session(&config);
     SaslHandshakeRequest hs;
     hs.mechanism = "SCRAM-SHA-256";
     SaslServerSession::Step step = session.on_request(frame_of(hs, 1));
@@ -137,7 +144,7 @@ TEST(SaslSession, UnknownMechanismsAndOutOfOrderRequestsClose) {
   }
   {
     // SaslAuthenticate with no handshake first.
-    SaslServerSession session(&users);
+    SaslServerSession session(&config);
     SaslServerSession::Step step = session.on_request(frame_of(authenticate("\0admin\0admin-secret"s), 1));
     EXPECT_TRUE(step.close);
     EXPECT_EQ(response_of<SaslAuthenticateResponse>(step, 1).error_code, code(Error::kIllegalSaslState));
@@ -145,14 +152,14 @@ TEST(SaslSession, UnknownMechanismsAndOutOfOrderRequestsClose) {
   }
   {
     // Any other request before authenticating closes without an answer.
-    SaslServerSession session(&users);
+    SaslServerSession session(&config);
     SaslServerSession::Step step = session.on_request(frame_of(ApiVersionsRequest{}, 0));
     EXPECT_TRUE(step.close);
     EXPECT_FALSE(step.response.has_value());
   }
   {
     // SaslAuthenticate after a v0 handshake (which promised a bare token).
-    SaslServerSession session(&users);
+    SaslServerSession session(&config);
     SaslHandshakeRequest hs;
     hs.mechanism = "PLAIN";
     (void)session.on_request(frame_of(hs, 0));
@@ -163,8 +170,8 @@ TEST(SaslSession, UnknownMechanismsAndOutOfOrderRequestsClose) {
 }
 
 TEST(SaslSession, HandshakeV0ThenABareToken) {
-  const SaslPlainUsers users = *parse_plain_jaas(kJaas);
-  SaslServerSession session(&users);
+  const SaslServerConfig config = plain_config();
+  SaslServerSession session(&config);
   SaslHandshakeRequest hs;
   hs.mechanism = "PLAIN";
   SaslServerSession::Step step = session.on_request(frame_of(hs, 0));
@@ -176,12 +183,116 @@ TEST(SaslSession, HandshakeV0ThenABareToken) {
   EXPECT_EQ(step.response->linearize().view(), std::string_view("\0\0\0\0", 4));  // an empty challenge
   EXPECT_EQ(session.user(), "alice");
 
-  SaslServerSession wrong(&users);
+  SaslServerSession wrong(&config);
   (void)wrong.on_request(frame_of(hs, 0));
   step = wrong.on_bare_token(io::Buffer::copy_of(std::string_view("\0alice\0nope"s)));
   EXPECT_TRUE(step.close);
   EXPECT_FALSE(step.response.has_value());
   EXPECT_FALSE(wrong.authenticated());
+}
+
+class OneUser : public ScramCredentialLookup {
+ public:
+  std::optional<ScramCredential> find(ScramMechanism mechanism, std::string_view user) const override {
+    if (user != "alice") return std::nullopt;
+    return scram_credential(mechanism, "alice-secret", "salt", 4096);
+  }
+};
+
+TEST(SaslSession, ScramOverSaslAuthenticate) {
+  OneUser users;
+  io::Random random(3);
+  SaslServerConfig config = plain_config();
+  config.mechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+  config.scram = &users;
+  config.random = &random;
+  for (const std::string_view mechanism : {kScramSha256, kScramSha512}) {
+    for (const std::string_view password : {"alice-secret", "wrong"}) {
+      SaslServerSession session(&config);
+      SaslHandshakeRequest hs;
+      hs.mechanism = std::string(mechanism);
+      SaslServerSession::Step step = session.on_request(frame_of(hs, 1));
+      SaslHandshakeResponse hr = response_of<SaslHandshakeResponse>(step, 1);
+      EXPECT_EQ(hr.error_code, 0);
+      EXPECT_EQ(hr.mechanisms, config.mechanisms);
+      ScramClient client(*scram_mechanism(mechanism), "alice", std::string(password), "client-nonce");
+      step = session.on_request(frame_of(authenticate(client.first_message()), 2));
+      EXPECT_FALSE(step.close);
+      SaslAuthenticateResponse first = response_of<SaslAuthenticateResponse>(step, 2);
+      EXPECT_EQ(first.error_code, 0);
+      EXPECT_FALSE(session.authenticated());
+      absl::StatusOr<std::string> final_message = client.final_message(first.auth_bytes.view());
+      ASSERT_TRUE(final_message.ok()) << final_message.status();
+      step = session.on_request(frame_of(authenticate(*final_message), 2));
+      SaslAuthenticateResponse last = response_of<SaslAuthenticateResponse>(step, 2);
+      if (password == "wrong") {
+        EXPECT_TRUE(step.close);
+        EXPECT_EQ(last.error_code, code(Error::kSaslAuthenticationFailed));
+        EXPECT_EQ(last.error_message.value_or(""),
+                  "Authentication failed during authentication due to invalid credentials with SASL mechanism " +
+                      std::string(mechanism));
+        EXPECT_FALSE(session.authenticated());
+      } else {
+        EXPECT_FALSE(step.close);
+        EXPECT_EQ(last.error_code, 0);
+        EXPECT_TRUE(client.check_server_final(last.auth_bytes.view()).ok());
+        EXPECT_TRUE(session.authenticated());
+        EXPECT_EQ(session.user(), "alice");
+      }
+    }
+  }
+}
+
+TEST(SaslSession, ScramWithBareTokens) {
+  OneUser users;
+  io::Random random(5);
+  SaslServerConfig config;
+  config.mechanisms = {"SCRAM-SHA-512"};
+  config.scram = &users;
+  config.random = &random;
+  SaslServerSession session(&config);
+  SaslHandshakeRequest hs;
+  hs.mechanism = "SCRAM-SHA-512";
+  (void)session.on_request(frame_of(hs, 0));
+  ASSERT_TRUE(session.expects_bare_token());
+  ScramClient client(ScramMechanism::kSha512, "alice", "alice-secret", "client-nonce");
+  // Each answer is the server's message, size-prefixed.
+  const auto unframe = [](const SaslServerSession::Step& step) {
+    EXPECT_TRUE(step.response.has_value());
+    const std::string bytes(step.response->linearize().view());
+    EXPECT_GE(bytes.size(), 4u);
+    const uint32_t size = (static_cast<uint32_t>(static_cast<uint8_t>(bytes[0])) << 24) |
+                          (static_cast<uint32_t>(static_cast<uint8_t>(bytes[1])) << 16) |
+                          (static_cast<uint32_t>(static_cast<uint8_t>(bytes[2])) << 8) |
+                          static_cast<uint8_t>(bytes[3]);
+    EXPECT_EQ(size, bytes.size() - 4);
+    return bytes.substr(4);
+  };
+  SaslServerSession::Step step = session.on_bare_token(io::Buffer::copy_of(std::string_view(client.first_message())));
+  EXPECT_FALSE(step.close);
+  absl::StatusOr<std::string> final_message = client.final_message(unframe(step));
+  ASSERT_TRUE(final_message.ok()) << final_message.status();
+  EXPECT_TRUE(session.expects_bare_token());
+  step = session.on_bare_token(io::Buffer::copy_of(std::string_view(*final_message)));
+  EXPECT_FALSE(step.close);
+  EXPECT_TRUE(client.check_server_final(unframe(step)).ok());
+  EXPECT_EQ(session.user(), "alice");
+
+  // SCRAM not enabled: refused; a mechanism that is enabled but has no
+  // credentials behind it fails the exchange.
+  SaslServerConfig plain = plain_config();
+  SaslServerSession refused(&plain);
+  step = refused.on_request(frame_of(hs, 0));
+  EXPECT_TRUE(step.close);
+  EXPECT_EQ(response_of<SaslHandshakeResponse>(step, 0).error_code, code(Error::kUnsupportedSaslMechanism));
+  SaslServerConfig empty;
+  empty.mechanisms = {"SCRAM-SHA-512"};
+  empty.random = &random;
+  SaslServerSession nobody(&empty);
+  (void)nobody.on_request(frame_of(hs, 0));
+  step = nobody.on_bare_token(io::Buffer::copy_of(std::string_view(client.first_message())));
+  EXPECT_TRUE(step.close);
+  EXPECT_FALSE(step.response.has_value());
 }
 
 }  // namespace
