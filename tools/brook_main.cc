@@ -19,6 +19,7 @@ void usage() {
                "  controller  run one KRaft controller quorum replica\n"
                "  metadata-quorum  describe a KRaft quorum; add or remove controllers\n"
                "  topics      create, list, describe, alter and delete topics\n"
+               "  configs     describe and alter topic and broker configs and users' SCRAM credentials\n"
                "  produce     send lines of standard input as records\n"
                "  consume     print the records of a topic\n"
                "  groups      list, describe and delete consumer groups; reset their offsets\n"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   if (command == "format") return brook::tools::format_main(args);
   if (command == "metadata-quorum") return brook::tools::metadata_quorum_main(args);
   if (command == "topics") return brook::tools::topics_main(args);
+  if (command == "configs") return brook::tools::configs_main(args);
   if (command == "produce") return brook::tools::produce_main(args);
   if (command == "consume") return brook::tools::consume_main(args);
   if (command == "perf") return brook::tools::perf_main(args);

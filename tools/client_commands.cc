@@ -15,6 +15,8 @@
 //         [--property print.key|print.offset|print.partition|print.timestamp=true]
 //         [--property key.separator=SEP] [--consumer-property K=V]... [--isolation-level L]
 //         [--consumer.config F]
+//   brook configs --bootstrap-server H:P [--command-config F] --describe --entity-type users|topics|brokers
+//         [--entity-name N] | --alter --entity-type E --entity-name N [--add-config K=V,...] [--delete-config K,...]
 //   brook perf produce --bootstrap-server H:P --topic T --num-records N --record-size S
 //         [--throughput RECORDS_PER_S] [--producer-props K=V ...]
 //   brook perf consume --bootstrap-server H:P --topic T --messages N [--timeout-ms MS]
@@ -51,6 +53,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "io/when.h"
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
@@ -1274,4 +1277,256 @@ int transactions_main(Args args) {
   return run_client_tool("transactions", [&a](io::Context& ctx) { return transactions_run(ctx, &a); });
 }
 
+// ---------------------------------------------------------------------------
+// brook configs
+
+namespace {
+
+constexpr std::string_view kConfigsUsage =
+    "brook configs --bootstrap-server H:P [--command-config F]\n"
+    "       --describe --entity-type users|topics|brokers [--entity-name N]\n"
+    "       | --alter --entity-type users|topics|brokers --entity-name N [--add-config K=V,...] [--delete-config K,...]\n"
+    "       (--user U, --topic T, --broker B stand for --entity-type and --entity-name;\n"
+    "        users take SCRAM-SHA-256=[iterations=N,password=P] and SCRAM-SHA-512=[...])";
+
+struct ConfigsArgs {
+  client::ClientOptions client;
+  std::string action;  // describe, alter
+  std::string entity_type;
+  std::optional<std::string> entity_name;
+  std::vector<std::pair<std::string, std::string>> add;
+  std::vector<std::string> remove;
+};
+
+// Kafka's --add-config: "k=v,k2=[a,b]" split at the commas outside
+// brackets.
+absl::Status parse_add_config(std::string_view text, std::vector<std::pair<std::string, std::string>>* out) {
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] == '[') ++depth;
+    if (i < text.size() && text[i] == ']') --depth;
+    if (i < text.size() && (text[i] != ',' || depth > 0)) continue;
+    const std::string_view item = text.substr(start, i - start);
+    start = i + 1;
+    if (item.empty()) continue;
+    std::string key;
+    std::string value;
+    if (!split_property(item, &key, &value)) return absl::InvalidArgumentError(fmt::format("--add-config: '{}' is not K=V", item));
+    out->emplace_back(std::move(key), std::move(value));
+  }
+  if (depth != 0) return absl::InvalidArgumentError("--add-config: unbalanced brackets");
+  return absl::OkStatus();
+}
+
+// "[iterations=8192,password=secret]" -> a SCRAM upsertion.
+absl::StatusOr<client::ScramAlteration> scram_upsertion(const std::string& user, net::ScramMechanism mechanism,
+                                                        std::string_view value) {
+  if (!value.starts_with('[') || !value.ends_with(']')) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: expected [iterations=N,password=P]", net::scram_mechanism_name(mechanism)));
+  }
+  client::ScramAlteration a;
+  a.user = user;
+  a.mechanism = mechanism;
+  bool have_password = false;
+  value = value.substr(1, value.size() - 2);
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t comma = value.find(',', start);
+    if (comma == std::string_view::npos) comma = value.size();
+    const std::string_view item = value.substr(start, comma - start);
+    start = comma + 1;
+    std::string k;
+    std::string v;
+    if (!split_property(item, &k, &v)) {
+      return absl::InvalidArgumentError(fmt::format("{}: '{}' is not K=V", net::scram_mechanism_name(mechanism), item));
+    }
+    if (k == "password") {
+      a.password = v;
+      have_password = true;
+    } else if (k == "iterations" && parse_number(v).has_value() && *parse_number(v) > 0 && *parse_number(v) <= INT32_MAX) {
+      a.iterations = static_cast<int32_t>(*parse_number(v));
+    } else {
+      return absl::InvalidArgumentError(fmt::format("{}: unknown or bad '{}'", net::scram_mechanism_name(mechanism), item));
+    }
+  }
+  if (!have_password) {
+    return absl::InvalidArgumentError(fmt::format("{}: no password", net::scram_mechanism_name(mechanism)));
+  }
+  return a;
+}
+
+io::Task<int> configs_users(client::Cluster& cluster, const ConfigsArgs* a) {
+  if (a->action == "describe") {
+    std::vector<std::string> users;
+    if (a->entity_name.has_value()) users.push_back(*a->entity_name);
+    auto described = co_await client::describe_user_scram_credentials(cluster, std::move(users));
+    if (!described.ok()) {
+      std::fprintf(stderr, "brook configs: %s\n", described.status().ToString().c_str());
+      co_return 1;
+    }
+    int code = 0;
+    for (const auto& [user, infos] : *described) {
+      if (absl::IsNotFound(infos.status())) continue;  // no credentials: nothing to show, as Kafka's tool
+      if (!infos.ok()) {
+        std::fprintf(stderr, "brook configs: user %s: %s\n", user.c_str(), infos.status().ToString().c_str());
+        code = 1;
+        continue;
+      }
+      std::vector<std::string> parts;
+      for (const client::ScramCredentialInfo& i : *infos) {
+        parts.push_back(fmt::format("{}=iterations={}", net::scram_mechanism_name(i.mechanism), i.iterations));
+      }
+      std::printf("SCRAM credential configs for user-principal '%s' are %s\n", user.c_str(),
+                  absl::StrJoin(parts, ", ").c_str());
+    }
+    co_return code;
+  }
+  std::vector<client::ScramAlteration> alterations;
+  for (const auto& [key, value] : a->add) {
+    std::optional<net::ScramMechanism> m = net::scram_mechanism(key);
+    if (!m.has_value()) {
+      std::fprintf(stderr, "brook configs: %s: users take SCRAM-SHA-256 and SCRAM-SHA-512 here\n", key.c_str());
+      co_return 2;
+    }
+    absl::StatusOr<client::ScramAlteration> up = scram_upsertion(*a->entity_name, *m, value);
+    if (!up.ok()) {
+      std::fprintf(stderr, "brook configs: %s\n", std::string(up.status().message()).c_str());
+      co_return 2;
+    }
+    alterations.push_back(std::move(*up));
+  }
+  for (const std::string& key : a->remove) {
+    std::optional<net::ScramMechanism> m = net::scram_mechanism(key);
+    if (!m.has_value()) {
+      std::fprintf(stderr, "brook configs: %s: users take SCRAM-SHA-256 and SCRAM-SHA-512 here\n", key.c_str());
+      co_return 2;
+    }
+    client::ScramAlteration d;
+    d.user = *a->entity_name;
+    d.mechanism = *m;
+    d.remove = true;
+    alterations.push_back(std::move(d));
+  }
+  auto altered = co_await client::alter_user_scram_credentials(cluster, std::move(alterations));
+  if (!altered.ok()) {
+    std::fprintf(stderr, "brook configs: %s\n", altered.status().ToString().c_str());
+    co_return 1;
+  }
+  for (const auto& [user, status] : *altered) {
+    if (!status.ok()) {
+      std::fprintf(stderr, "brook configs: user %s: %s\n", user.c_str(), status.ToString().c_str());
+      co_return 1;
+    }
+  }
+  std::printf("Completed updating config for user %s.\n", a->entity_name->c_str());
+  co_return 0;
+}
+
+io::Task<int> configs_resource(client::Cluster& cluster, const ConfigsArgs* a) {
+  const bool topic = a->entity_type == "topics";
+  const client::ResourceType type = topic ? client::ResourceType::kTopic : client::ResourceType::kBroker;
+  const std::string name = a->entity_name.value_or("");
+  if (a->action == "describe") {
+    auto entries = co_await client::describe_configs(cluster, type, name);
+    if (!entries.ok()) {
+      std::fprintf(stderr, "brook configs: %s\n", entries.status().ToString().c_str());
+      co_return 1;
+    }
+    // The dynamic configs: a topic's own (source 1), a broker's own (2)
+    // and the cluster-wide broker defaults (4).
+    std::printf("Dynamic configs for %s %s are:\n", topic ? "topic" : "broker", name.c_str());
+    for (const client::ConfigEntry& e : *entries) {
+      const char* source = e.source == 1 ? "DYNAMIC_TOPIC_CONFIG"
+                           : e.source == 2 ? "DYNAMIC_BROKER_CONFIG"
+                           : e.source == 4 ? "DYNAMIC_DEFAULT_BROKER_CONFIG"
+                                           : nullptr;
+      if (source == nullptr) continue;
+      const std::string value = e.is_sensitive ? "null" : e.value.value_or("null");
+      std::printf("  %s=%s sensitive=%s synonyms={%s:%s=%s}\n", e.name.c_str(), value.c_str(),
+                  e.is_sensitive ? "true" : "false", source, e.name.c_str(), value.c_str());
+    }
+    co_return 0;
+  }
+  std::vector<client::AlterConfig> ops;
+  for (const auto& [key, value] : a->add) {
+    std::string v = value;
+    // A list value in brackets ("k=[a,b]") is the list "a,b".
+    if (v.size() >= 2 && v.front() == '[' && v.back() == ']') v = v.substr(1, v.size() - 2);
+    ops.push_back(client::AlterConfig{key, client::AlterOp::kSet, std::move(v)});
+  }
+  for (const std::string& key : a->remove) ops.push_back(client::AlterConfig{key, client::AlterOp::kDelete, std::nullopt});
+  absl::Status s = co_await client::incremental_alter_configs(cluster, type, name, std::move(ops));
+  if (!s.ok()) {
+    std::fprintf(stderr, "brook configs: %s\n", s.ToString().c_str());
+    co_return 1;
+  }
+  std::printf("Completed updating config for %s %s.\n", topic ? "topic" : "broker", name.c_str());
+  co_return 0;
+}
+
+io::Task<int> configs_run(io::Context& ctx, const ConfigsArgs* a) {
+  client::Cluster cluster(ctx, a->client);
+  if (a->entity_type == "users") co_return co_await configs_users(cluster, a);
+  co_return co_await configs_resource(cluster, a);
+}
+
+}  // namespace
+
+int configs_main(Args args) {
+  ConfigsArgs a;
+  std::string unused_topic;
+  CommonArgs common{&a.client, &unused_topic, nullptr};
+  absl::Status parsed = walk_options(
+      args, {"--describe", "--alter"}, [&](std::string_view name, std::string_view value) -> absl::Status {
+        if (name == "--topic") {
+          a.entity_type = "topics";
+          a.entity_name = std::string(value);
+          return absl::OkStatus();
+        }
+        bool handled = false;
+        if (absl::Status s = common.take(name, value, &handled); handled) return s;
+        if (name == "--describe" || name == "--alter") {
+          if (!a.action.empty()) return absl::InvalidArgumentError("one of --describe, --alter");
+          a.action = std::string(name.substr(2));
+        } else if (name == "--entity-type" && (value == "users" || value == "topics" || value == "brokers")) {
+          a.entity_type = std::string(value);
+        } else if (name == "--entity-name") {
+          a.entity_name = std::string(value);
+        } else if (name == "--user" || name == "--broker") {
+          a.entity_type = name == "--user" ? "users" : "brokers";
+          a.entity_name = std::string(value);
+        } else if (name == "--add-config") {
+          return parse_add_config(value, &a.add);
+        } else if (name == "--delete-config") {
+          for (absl::string_view k : absl::StrSplit(absl::string_view(value.data(), value.size()), ',', absl::SkipEmpty())) {
+            a.remove.emplace_back(k.data(), k.size());
+          }
+        } else {
+          return bad_option(name, value);
+        }
+        return absl::OkStatus();
+      });
+  if (parsed.ok()) parsed = finish_client_options(&a.client);
+  if (!parsed.ok()) {
+    fail_usage("configs", std::string(parsed.message()), kConfigsUsage);
+    return 2;
+  }
+  if (!common.have_bootstrap || a.action.empty() || a.entity_type.empty()) {
+    fail_usage("configs", "--bootstrap-server, an action and --entity-type are required", kConfigsUsage);
+    return 2;
+  }
+  if ((a.action == "alter" || a.entity_type != "users") && !a.entity_name.has_value()) {
+    fail_usage("configs", "--entity-name is required here", kConfigsUsage);
+    return 2;
+  }
+  if (a.action == "alter" && a.add.empty() && a.remove.empty()) {
+    fail_usage("configs", "--alter needs --add-config or --delete-config", kConfigsUsage);
+    return 2;
+  }
+  return run_client_tool("configs", [&a](io::Context& ctx) { return configs_run(ctx, &a); });
+}
+
 }  // namespace brook::tools
+

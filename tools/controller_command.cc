@@ -57,6 +57,7 @@
 #include <fmt/format.h>
 
 #include "core/controller/quorum_controller.h"
+#include "core/bootstrap_records.h"
 #include "core/meta_properties.h"
 #include "core/metadata/record_serde.h"
 #include "io/real/real_node.h"
@@ -362,6 +363,14 @@ io::Task<void> controller_main(io::Context* ctx, const ControllerArgs* args, boo
   controller::ControllerConfig controller_config;
   controller_config.node_id = args->node_id;
   controller_config.cluster_id = *cluster_id;
+  absl::StatusOr<std::vector<metadata::MetadataRecord>> bootstrap = co_await core::read_bootstrap_records(ctx->disk(), "");
+  if (!bootstrap.ok()) {
+    std::fprintf(stderr, "brook controller: %s\n", bootstrap.status().ToString().c_str());
+    *exit_code = 1;
+    *done = true;
+    co_return;
+  }
+  controller_config.bootstrap_records = std::move(*bootstrap);
   controller::QuorumController controller(*ctx, **node, controller_config);
   (*node)->set_listener(&controller);
   Bench bench;

@@ -4,10 +4,14 @@
 // `kafka-storage random-uuid` (core/meta_properties.h).
 //
 //   brook format --cluster-id ID --node-id N --data-dir DIR [--ignore-formatted]
+//                [--add-scram 'SCRAM-SHA-256=[name=U,password=P]']...
 //       Writes DIR/meta.properties (version 1, a new directory id), creating
 //       DIR when missing. A DIR already formatted alike is left as it is; one
 //       formatted otherwise is an error unless --ignore-formatted, which
-//       leaves any existing file alone.
+//       leaves any existing file alone. --add-scram (as kafka-storage's)
+//       writes SCRAM credentials into DIR/bootstrap.records: the controller
+//       that starts the cluster's metadata log writes them first
+//       (core/bootstrap_records.h).
 //   brook random-uuid
 //       Prints a new cluster id.
 //
@@ -23,7 +27,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/bootstrap_records.h"
 #include "core/meta_properties.h"
 #include "io/real/real_node.h"
 #include "storage/checkpoint.h"
@@ -38,12 +44,14 @@ struct FormatArgs {
   int32_t node_id = -1;
   std::string data_dir;
   bool ignore_formatted = false;
+  std::vector<std::string> add_scram;
 };
 
 void format_usage() {
   std::fprintf(stderr,
                "usage: brook format --cluster-id ID --node-id N --data-dir DIR "
                "[--ignore-formatted]\n"
+               "       [--add-scram 'SCRAM-SHA-256=[name=U,password=P]' (or SCRAM-SHA-512; iterations=N)]...\n"
                "       (a cluster id comes from `brook random-uuid`)\n");
 }
 
@@ -68,6 +76,8 @@ std::optional<FormatArgs> parse(Args args) {
       out.node_id = static_cast<int32_t>(v);
     } else if (arg == "--data-dir") {
       out.data_dir = std::string(value);
+    } else if (arg == "--add-scram") {
+      out.add_scram.emplace_back(value);
     } else {
       return std::nullopt;
     }
@@ -110,8 +120,22 @@ io::Task<void> format_task(io::Context* ctx, const FormatArgs* args, int* exit_c
   meta.version = core::kMetaPropertiesVersion1;
   meta.cluster_id = args->cluster_id;
   meta.node_id = args->node_id;
-  const absl::Status status = co_await core::format_directory(
+  std::vector<metadata::MetadataRecord> bootstrap;
+  for (const std::string& argument : args->add_scram) {
+    absl::StatusOr<net::UserScramCredentialRecord> record = core::parse_add_scram(argument, ctx->random());
+    if (!record.ok()) {
+      std::fprintf(stderr, "brook format: %s\n", std::string(record.status().message()).c_str());
+      *exit_code = 2;
+      *done = true;
+      co_return;
+    }
+    bootstrap.emplace_back(std::move(*record));
+  }
+  absl::Status status = co_await core::format_directory(
       ctx->disk(), "", std::move(meta), ctx->random(), args->ignore_formatted);
+  if (status.ok() && !bootstrap.empty()) {
+    status = co_await core::write_bootstrap_records(ctx->disk(), "", std::move(bootstrap));
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "brook format: %s: %s\n", args->data_dir.c_str(),
                  std::string(status.message()).c_str());

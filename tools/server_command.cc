@@ -93,6 +93,7 @@
 
 #include "core/broker/broker.h"
 #include "core/controller/quorum_controller.h"
+#include "core/bootstrap_records.h"
 #include "core/meta_properties.h"
 #include "io/real/real_node.h"
 #include "io/scope.h"
@@ -845,6 +846,17 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   }
   controller::ControllerConfig controller_config = c.controller_config;
   controller_config.cluster_id = meta->cluster_id;
+  if (c.controller) {
+    // SCRAM credentials from `brook format --add-scram`, written if this
+    // controller starts the cluster's metadata log.
+    absl::StatusOr<std::vector<metadata::MetadataRecord>> bootstrap =
+        co_await core::read_bootstrap_records(ctx->disk(), "");
+    if (!bootstrap.ok()) {
+      fail(run, fmt::format("{}: {}", c.data_dir, std::string(bootstrap.status().message())));
+      co_return;
+    }
+    controller_config.bootstrap_records = std::move(*bootstrap);
+  }
   controller::QuorumController controller(*ctx, **node, controller_config);
   if (c.controller) (*node)->set_listener(&controller);
   std::unique_ptr<broker::Broker> broker;

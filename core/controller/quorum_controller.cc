@@ -389,9 +389,10 @@ io::Task<void> QuorumController::bootstrap() {
   feature.feature_level = config_.bootstrap_metadata_version;
   Records records;
   records.emplace_back(std::move(feature));
+  for (const metadata::MetadataRecord& r : config_.bootstrap_records) records.push_back(r);
   absl::Status committed = co_await write(std::move(records), std::move(lock));
-  ctx_->log().info("controller: bootstrap metadata.version={}: {}", config_.bootstrap_metadata_version,
-                   committed.ToString());
+  ctx_->log().info("controller: bootstrap metadata.version={} and {} more records: {}",
+                   config_.bootstrap_metadata_version, config_.bootstrap_records.size(), committed.ToString());
 }
 
 io::Task<void> QuorumController::fence_expired() {

@@ -146,6 +146,9 @@ struct ControllerConfig {
   io::Duration leader_imbalance_check_interval{std::chrono::seconds(300)};
   // The metadata.version a new cluster starts with.
   int16_t bootstrap_metadata_version = kMetadataVersionLatest;
+  // Written with it in the new cluster's first batch (SCRAM credentials
+  // from `brook format --add-scram`, core/bootstrap_records.h).
+  std::vector<metadata::MetadataRecord> bootstrap_records;
   // The node's server.properties as DescribeConfigs shows them
   // (STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_configs;

@@ -174,6 +174,23 @@ io::Task<void> node_main(io::Context* ctx, Harness* h) {
   h->raft = nullptr;
 }
 
+// SCRAM credentials from `brook format --add-scram` are in the new
+// cluster's first batch, with metadata.version.
+TEST(QuorumController, BootstrapRecordsAreWrittenWithTheMetadataVersion) {
+  Harness h(1, kMetadataVersionLatest, [](ControllerConfig& c) {
+    net::UserScramCredentialRecord r;
+    r.name = "broker";
+    r.mechanism = 1;
+    r.salt = io::Buffer::copy_of(std::string_view("salt"));
+    r.stored_key = io::Buffer::copy_of(std::string_view("stored"));
+    r.server_key = io::Buffer::copy_of(std::string_view("server"));
+    r.iterations = 4096;
+    c.bootstrap_records.emplace_back(std::move(r));
+  });
+  ASSERT_EQ(h.image().scram().mechanisms.at(1).count("broker"), 1u);
+  EXPECT_EQ(h.image().scram().mechanisms.at(1).at("broker").stored_key, "stored");
+}
+
 TEST(QuorumController, BootstrapsMetadataVersion) {
   Harness h;
   EXPECT_EQ(h.image().features().metadata_version, kMetadataVersionLatest);

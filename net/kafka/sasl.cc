@@ -190,8 +190,7 @@ SaslServerSession::Step SaslServerSession::on_handshake(const RequestFrame& fram
     response.error_code = code(Error::kUnsupportedSaslMechanism);
     return answer(response, frame.header, true);
   }
-  mechanism_ = request->mechanism;
-  if (std::optional<ScramMechanism> scram = scram_mechanism(mechanism_)) {
+  if (std::optional<ScramMechanism> scram = scram_mechanism(request->mechanism)) {
     scram_.emplace(*scram, config_->scram, config_->random);
   }
   state_ = frame.header.request_api_version == 0 ? State::kBareToken : State::kAuthenticate;

@@ -133,7 +133,7 @@ class SaslServerSession {
 
   const SaslServerConfig* config_;
   State state_ = State::kHandshake;
-  std::string mechanism_;
+  // The exchange of a SCRAM mechanism (none for PLAIN).
   std::optional<ScramServer> scram_;
   std::optional<std::string> user_;
 };

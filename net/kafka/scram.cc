@@ -267,7 +267,10 @@ absl::StatusOr<std::string> ScramServer::on_client_final(std::string_view messag
   if (!header.has_value() || *header != gs2_header_) {
     return absl::UnauthenticatedError("SCRAM: the channel binding is not the client first message's GS2 header");
   }
-  if (*nonce != nonce_) return absl::UnauthenticatedError("SCRAM: invalid nonce in the client final message");
+  // librdkafka (through 2.x) sends its own nonce again before the
+  // server-first nonce; Kafka accepts a nonce that ends with it, and so
+  // does this. The proof covers the message as sent either way.
+  if (!nonce->ends_with(nonce_)) return absl::UnauthenticatedError("SCRAM: invalid nonce in the client final message");
   std::optional<std::string> proof = unbase64(message.substr(proof_at + 3));
   if (!proof.has_value() || proof->size() != digest_size(mechanism_)) return failed(mechanism_);
   const std::string auth_message = client_first_bare_ + "," + server_first_ + "," + std::string(without_proof);

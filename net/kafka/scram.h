@@ -14,7 +14,9 @@
 //   client-final  c=biws,r=NONCE,p=base64(ClientKey XOR ClientSignature)
 //   server-final  v=base64(ServerSignature)
 //
-// Channel binding is not supported ("p=" in the GS2 header is refused, as
+// As Kafka's server does, the client-final nonce may repeat the client's
+// nonce before the server-first one (librdkafka sends it so). Channel
+// binding is not supported ("p=" in the GS2 header is refused, as
 // Kafka refuses it); an authorization id ("a=") must name the user itself.
 // A client-first extension tokenauth=true (delegation tokens) is refused:
 // there are no delegation tokens to check it against. Other extensions are

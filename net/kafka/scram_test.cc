@@ -8,6 +8,9 @@
 #include <string>
 #include <utility>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "absl/strings/escaping.h"
 
 namespace brook::net {
@@ -200,6 +203,45 @@ TEST(Scram, TheServerRefusesMalformedAndTamperedMessages) {
     EXPECT_FALSE(server.step(tamper(*final_message, which)).ok()) << which;
     EXPECT_FALSE(server.complete());
   }
+}
+
+std::string hmac256(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+       data.size(), out, &size);
+  return std::string(reinterpret_cast<const char*>(out), size);
+}
+
+// librdkafka 2.0.2's client-final message repeats its own nonce before the
+// server-first nonce ("r=" CLIENT_NONCE CLIENT_NONCE SERVER_NONCE), and
+// signs that. Kafka's server accepts it (the nonce ends with the server's);
+// a server that wanted the nonce exactly refused every librdkafka client.
+TEST(Scram, TheServerTakesLibrdkafkasRepeatedNonce) {
+  Credentials credentials;
+  credentials.add(ScramMechanism::kSha256, "user", "pencil");
+  io::Random random(13);
+  ScramServer server(ScramMechanism::kSha256, &credentials, &random);
+  const std::string client_first_bare = "n=user,r=abc";
+  absl::StatusOr<std::string> server_first = server.step("n,," + client_first_bare);
+  ASSERT_TRUE(server_first.ok());
+  const std::string nonce = server_first->substr(2, server_first->find(',') - 2);
+  const std::string without_proof = "c=biws,r=abc" + nonce;
+  const std::string auth = client_first_bare + "," + *server_first + "," + without_proof;
+  const std::string salted = scram_salted_password(ScramMechanism::kSha256, "pencil", "salt-of-user", 4096);
+  const std::string client_key = hmac256(salted, "Client Key");
+  unsigned char stored[EVP_MAX_MD_SIZE];
+  unsigned int stored_size = 0;
+  EVP_Digest(client_key.data(), client_key.size(), stored, &stored_size, EVP_sha256(), nullptr);
+  const std::string signature = hmac256(std::string_view(reinterpret_cast<const char*>(stored), stored_size), auth);
+  std::string proof(client_key.size(), '\0');
+  for (size_t i = 0; i < proof.size(); ++i) proof[i] = static_cast<char>(client_key[i] ^ signature[i]);
+  absl::StatusOr<std::string> last =
+      server.step(without_proof + ",p=" + absl::Base64Escape(absl::string_view(proof.data(), proof.size())));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_TRUE(server.complete());
+  const std::string server_signature = hmac256(hmac256(salted, "Server Key"), auth);
+  EXPECT_EQ(*last, "v=" + absl::Base64Escape(absl::string_view(server_signature.data(), server_signature.size())));
 }
 
 TEST(Scram, MechanismNamesAndTypes) {

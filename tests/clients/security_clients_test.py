@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Security protocols with real Kafka clients against real `brook server`
-processes on loopback ports: SASL PLAIN (SASL_PLAINTEXT) and TLS (SSL and
-SASL_SSL, with client certificates).
+processes on loopback ports: SASL PLAIN and SCRAM (SASL_PLAINTEXT) and TLS
+(SSL and SASL_SSL, with client certificates).
 
 Usage: security_clients_test.py PATH_TO_BROOK
 
@@ -166,6 +166,148 @@ def sasl_checks(work):
         err = r.stderr.decode(errors="replace")
         base.check("brook produce with a wrong password fails at once",
               r.returncode != 0 and "SASL_AUTHENTICATION_FAILED" in err, f"exit {r.returncode}: {err[-300:]}")
+    finally:
+        only.stop()
+
+
+def scram_checks(work):
+    """A SASL_PLAINTEXT listener with SCRAM-SHA-256 and SCRAM-SHA-512 beside
+    the PLAINTEXT one: `brook configs` makes and describes the users'
+    credentials (AlterUserScramCredentials, DescribeUserScramCredentials)
+    as kafka-configs does; kcat, confluent-kafka (SaslAuthenticate),
+    kafka-python (bare tokens) and Brook's own tools log in with them; a
+    wrong password, and a deleted credential, are refused. Then a
+    SCRAM-only node whose credentials come from `brook format --add-scram`
+    and whose broker logs in to itself with SCRAM."""
+    from confluent_kafka import Consumer, Producer
+
+    server = base.Server(os.path.join(work, "scram-data"), name="scram")
+    secure = base.free_port()
+    server.args = [
+        "--override", f"listeners=PLAINTEXT://127.0.0.1:{server.port},SECURE://127.0.0.1:{secure},"
+                      f"CONTROLLER://127.0.0.1:{server.controller_port}",
+        "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "--override", "listener.name.secure.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512"]
+    server.start()
+    try:
+        configs = [base.BROOK, "configs", "--bootstrap-server", server.bootstrap]
+        out = base.run(configs + ["--alter", "--add-config",
+                                  "SCRAM-SHA-256=[iterations=8192,password=alice-secret],"
+                                  "SCRAM-SHA-512=[password=alice-512]", "--entity-type", "users",
+                                  "--entity-name", "alice"])
+        base.check("brook configs adds SCRAM credentials", b"Completed updating config for user alice." in out, str(out))
+        base.run(configs + ["--alter", "--add-config", "SCRAM-SHA-512=[password=bob-secret]", "--user", "bob"])
+        out = base.run(configs + ["--describe", "--entity-type", "users"])
+        base.check("brook configs describes SCRAM credentials",
+                   out.decode().splitlines() == [
+                       "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, "
+                       "SCRAM-SHA-512=iterations=4096",
+                       "SCRAM credential configs for user-principal 'bob' are SCRAM-SHA-512=iterations=4096"],
+                   str(out))
+        r = subprocess.run(configs + ["--alter", "--add-config", "SCRAM-SHA-256=[iterations=100,password=x]",
+                                      "--user", "carol"], capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        base.check("too few SCRAM iterations are refused", r.returncode == 1 and "Too few iterations" in err,
+                   f"exit {r.returncode}: {err[-300:]}")
+
+        bootstrap = f"127.0.0.1:{secure}"
+        kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+                "-X", "sasl.username=alice"]
+        base.run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", "scram-kcat", "-p", "0"],
+                 input=b"one\ntwo\nthree\n")
+        out = base.run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", "scram-kcat", "-o", "beginning", "-e",
+                               "-f", "%s\n"])
+        base.check("kcat authenticates with SCRAM-SHA-256", out.split() == [b"one", b"two", b"three"], str(out))
+        r = subprocess.run(kcat + ["-X", "sasl.password=alice-512", "-L", "-m", "5"], capture_output=True, timeout=30)
+        err = r.stderr.decode(errors="replace")
+        base.check("kcat with another mechanism's password is refused",
+                   r.returncode != 0 and "invalid credentials with SASL mechanism SCRAM-SHA-256" in err,
+                   f"exit {r.returncode}: {err[-300:]}")
+
+        # brook configs on topic configs too (IncrementalAlterConfigs).
+        base.run(configs + ["--alter", "--entity-type", "topics", "--entity-name", "scram-kcat", "--add-config",
+                            "retention.ms=100000,cleanup.policy=[compact,delete]"])
+        out = base.run(configs + ["--describe", "--topic", "scram-kcat"]).decode()
+        base.check("brook configs sets topic configs",
+                   "Dynamic configs for topic scram-kcat are:" in out and "  retention.ms=100000 " in out
+                   and "  cleanup.policy=compact,delete " in out, out)
+        base.run(configs + ["--alter", "--topic", "scram-kcat", "--delete-config", "retention.ms"])
+        out = base.run(configs + ["--describe", "--topic", "scram-kcat"]).decode()
+        base.check("brook configs deletes topic configs", "retention.ms" not in out and "cleanup.policy" in out, out)
+
+        conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"}
+        p = Producer(dict(conf, **{"enable.idempotence": True}))
+        for i in range(20):
+            p.produce("scram-cf", b"c%d" % i)
+        base.check("confluent-kafka produces with SCRAM-SHA-512", p.flush(20) == 0)
+        got = consume_values(Consumer(dict(conf, **{"group.id": "scram-group", "auto.offset.reset": "earliest"})),
+                             "scram-cf", 20)
+        base.check("confluent-kafka consumes in a group with SCRAM-SHA-512",
+                   sorted(got) == sorted(b"c%d" % i for i in range(20)), f"{len(got)}")
+
+        kp = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+                  sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        values = kafka_python_round_trip(kp, "scram-kp", 10)
+        base.check("kafka-python authenticates with SCRAM-SHA-256 (bare tokens)",
+                   values == [b"k%d" % i for i in range(10)], str(values[:3]))
+
+        produce = [base.BROOK, "produce", "--bootstrap-server", bootstrap, "--topic", "scram-tools",
+                   "--producer-property", "security.protocol=SASL_PLAINTEXT",
+                   "--producer-property", "sasl.mechanism=SCRAM-SHA-512",
+                   "--producer-property", "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+                                          'required username="alice" password="alice-512";']
+        base.run(produce, input=b"x\ny\n")
+        consume = [base.BROOK, "consume", "--bootstrap-server", bootstrap, "--topic", "scram-tools",
+                   "--from-beginning", "--max-messages", "2", "--consumer-property", "security.protocol=SASL_PLAINTEXT",
+                   "--consumer-property", "sasl.mechanism=SCRAM-SHA-256", "--consumer-property", "sasl.username=alice",
+                   "--consumer-property", "sasl.password=alice-secret"]
+        out = base.run(consume)
+        base.check("brook produce and consume log in with SCRAM", out.split() == [b"x", b"y"], str(out))
+
+        base.run(configs + ["--alter", "--delete-config", "SCRAM-SHA-512", "--entity-type", "users",
+                            "--entity-name", "alice"])
+        out = base.run(configs + ["--describe", "--user", "alice"])
+        base.check("a deleted SCRAM credential is no longer described",
+                   out.decode().strip() == "SCRAM credential configs for user-principal 'alice' are "
+                                           "SCRAM-SHA-256=iterations=8192", str(out))
+        r = subprocess.run(produce, input=b"z\n", capture_output=True, timeout=60)
+        err = r.stderr.decode(errors="replace")
+        base.check("a deleted SCRAM credential is refused",
+                   r.returncode != 0 and "SASL_AUTHENTICATION_FAILED" in err, f"exit {r.returncode}: {err[-300:]}")
+    finally:
+        server.stop()
+
+    # SCRAM only, brokers logging in to each other with SCRAM too: the
+    # credentials come from `brook format --add-scram`, so the broker's
+    # own connections (transaction markers) log in from the start.
+    data = os.path.join(work, "scram-only-data")
+    cluster_id = base.run([base.BROOK, "random-uuid"]).decode().strip()
+    base.run([base.BROOK, "format", "--cluster-id", cluster_id, "--node-id", "1", "--data-dir", data,
+              "--add-scram", "SCRAM-SHA-256=[name=broker,password=b-secret]",
+              "--add-scram", "SCRAM-SHA-512=[name=alice,iterations=8192,password=alice-secret]"])
+    only = base.Server(data, name="scram-only")
+    only.args = [
+        "--override", f"listeners=SASL_PLAINTEXT://127.0.0.1:{only.port},CONTROLLER://127.0.0.1:{only.controller_port}",
+        "--override", "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+        "--override", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-256",
+        "--override", "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config="
+                      'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+                      'password="b-secret";']
+    only.start()
+    try:
+        conf = {"bootstrap.servers": only.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": "alice-secret"}
+        p = Producer(dict(conf, **{"transactional.id": "scram-txn"}))
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(5):
+            p.produce("scram-txn-topic", b"t%d" % i, partition=0)
+        p.commit_transaction(30)
+        got = consume_values(Consumer(dict(conf, **{"group.id": "scram-txn-reader", "auto.offset.reset": "earliest",
+                                   "isolation.level": "read_committed"})), "scram-txn-topic", 5)
+        base.check("a transaction commits with SCRAM between brokers, credentials from format",
+                   got == [b"t%d" % i for i in range(5)], str(got))
     finally:
         only.stop()
 
@@ -359,6 +501,7 @@ def tls_checks(work):
 def main():
     def checks(server, work):
         server.stop()
+        scram_checks(work)
         tls_checks(work)
         sasl_checks(work)
 
