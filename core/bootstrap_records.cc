@@ -29,19 +29,11 @@ std::optional<std::string> unbase64(std::string_view text) {
 
 }  // namespace
 
-absl::StatusOr<net::UserScramCredentialRecord> parse_add_scram(std::string_view argument, io::Random& random) {
-  const size_t eq = argument.find('=');
-  const std::optional<net::ScramMechanism> mechanism =
-      eq == std::string_view::npos ? std::nullopt : net::scram_mechanism(argument.substr(0, eq));
-  if (!mechanism.has_value()) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--add-scram {}: expected SCRAM-SHA-256=[name=N,password=P] or SCRAM-SHA-512=[...]", argument));
+absl::StatusOr<std::map<std::string, std::string>> parse_scram_settings(std::string_view bracketed) {
+  if (bracketed.size() < 2 || bracketed.front() != '[' || bracketed.back() != ']') {
+    return absl::InvalidArgumentError("the settings go in [...]");
   }
-  std::string_view body = argument.substr(eq + 1);
-  if (body.size() < 2 || body.front() != '[' || body.back() != ']') {
-    return absl::InvalidArgumentError(fmt::format("--add-scram {}: the settings go in [...]", argument));
-  }
-  body = body.substr(1, body.size() - 2);
+  const std::string_view body = bracketed.substr(1, bracketed.size() - 2);
   std::map<std::string, std::string> settings;
   size_t start = 0;
   while (start <= body.size()) {
@@ -50,14 +42,30 @@ absl::StatusOr<net::UserScramCredentialRecord> parse_add_scram(std::string_view 
     const std::string_view item = body.substr(start, comma - start);
     start = comma + 1;
     const size_t at = item.find('=');
-    if (at == std::string_view::npos || at == 0) {
-      return absl::InvalidArgumentError(fmt::format("--add-scram: '{}' is not key=value", item));
-    }
+    if (at == std::string_view::npos || at == 0) return absl::InvalidArgumentError(fmt::format("'{}' is not key=value", item));
     std::string value(item.substr(at + 1));
     // Kafka's examples quote values.
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    settings[std::string(item.substr(0, at))] = std::move(value);
+    if (!settings.emplace(std::string(item.substr(0, at)), std::move(value)).second) {
+      return absl::InvalidArgumentError(fmt::format("'{}' is given twice", item.substr(0, at)));
+    }
   }
+  return settings;
+}
+
+absl::StatusOr<net::UserScramCredentialRecord> parse_add_scram(std::string_view argument, io::Random& random) {
+  const size_t eq = argument.find('=');
+  const std::optional<net::ScramMechanism> mechanism =
+      eq == std::string_view::npos ? std::nullopt : net::scram_mechanism(argument.substr(0, eq));
+  if (!mechanism.has_value()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--add-scram {}: expected SCRAM-SHA-256=[name=N,password=P] or SCRAM-SHA-512=[...]", argument));
+  }
+  absl::StatusOr<std::map<std::string, std::string>> parsed = parse_scram_settings(argument.substr(eq + 1));
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(fmt::format("--add-scram {}: {}", argument, std::string(parsed.status().message())));
+  }
+  std::map<std::string, std::string>& settings = *parsed;
   for (const auto& [key, value] : settings) {
     if (key != "name" && key != "password" && key != "iterations" && key != "salt" && key != "saltedpassword") {
       return absl::InvalidArgumentError(fmt::format("--add-scram: unknown setting '{}'", key));

@@ -20,6 +20,7 @@
 // 4096 by default; a salt drawn from `random` when none is given).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,11 @@ namespace brook::core {
 inline constexpr std::string_view kBootstrapRecordsFile = "bootstrap.records";
 
 absl::StatusOr<net::UserScramCredentialRecord> parse_add_scram(std::string_view argument, io::Random& random);
+
+// "[k=v,k2=v2]" (the value of a SCRAM setting in --add-scram and in
+// kafka-configs' --add-config) -> its settings, quotes around a value
+// dropped; InvalidArgument for anything else or a key given twice.
+absl::StatusOr<std::map<std::string, std::string>> parse_scram_settings(std::string_view bracketed);
 
 std::string encode_bootstrap_records(const std::vector<metadata::MetadataRecord>& records);
 absl::StatusOr<std::vector<metadata::MetadataRecord>> decode_bootstrap_records(std::string_view text);

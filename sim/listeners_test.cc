@@ -422,6 +422,24 @@ io::Task<absl::Status> produce_one(io::Context* ctx, const client::ProducerConfi
   co_return m.status();
 }
 
+// 20 records to `topic` from a producer made with `config`: counts the
+// acknowledged ones and keeps the first error.
+io::Task<void> produce_twenty(io::Context* ctx, const client::ProducerConfig* config, std::string_view topic,
+                              int* acknowledged, std::string* first_error) {
+  client::Producer producer(*ctx, *config);
+  for (int i = 0; i < 20; ++i) {
+    client::ProducerRecord record;
+    record.topic = std::string(topic);
+    record.value = io::Buffer::copy_of(std::to_string(i));
+    absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
+    if (m.ok()) {
+      ++*acknowledged;
+    } else if (first_error->empty()) {
+      *first_error = m.status().ToString();
+    }
+  }
+}
+
 // 20 records with acks=all as alice, then one with a wrong password;
 // over TLS trusting `tls` when set, and then once more with a context that
 // does not trust the brokers' certificates (`untrusting`).
@@ -434,18 +452,7 @@ io::Task<void> sasl_producer(io::Context* ctx, std::vector<io::Address> brokers,
     config.client.allow_auto_create_topics = true;
     config.client.sasl = net::SaslCredentials{"alice", "alice-secret"};
     if (tls != nullptr) config.client.tls = net::tls::Context::unowned(tls);
-    client::Producer producer(*ctx, config);
-    for (int i = 0; i < 20; ++i) {
-      client::ProducerRecord record;
-      record.topic = "over-sasl";
-      record.value = io::Buffer::copy_of(std::to_string(i));
-      absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
-      if (m.ok()) {
-        ++out->acknowledged;
-      } else if (out->first_error.empty()) {
-        out->first_error = m.status().ToString();
-      }
-    }
+    co_await produce_twenty(ctx, &config, "over-sasl", &out->acknowledged, &out->first_error);
   }
   {
     client::ProducerConfig config;
@@ -584,18 +591,7 @@ io::Task<void> scram_clients(io::Context* ctx, std::vector<io::Address> brokers,
   out->named = co_await client::describe_user_scram_credentials(admin, std::move(named));
   {
     const client::ProducerConfig config = scram_producer(brokers, net::kScramSha512, "alice-512");
-    client::Producer producer(*ctx, config);
-    for (int i = 0; i < 20; ++i) {
-      client::ProducerRecord record;
-      record.topic = "over-scram";
-      record.value = io::Buffer::copy_of(std::to_string(i));
-      absl::StatusOr<client::RecordMetadata> m = co_await producer.produce(std::move(record));
-      if (m.ok()) {
-        ++out->acknowledged;
-      } else if (out->first_error.empty()) {
-        out->first_error = m.status().ToString();
-      }
-    }
+    co_await produce_twenty(ctx, &config, "over-scram", &out->acknowledged, &out->first_error);
   }
   {
     const client::ProducerConfig config = scram_producer(brokers, net::kScramSha256, "alice-512");

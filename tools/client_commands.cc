@@ -54,6 +54,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/bootstrap_records.h"
 #include "io/when.h"
 #include "net/client/admin.h"
 #include "net/client/consumer.h"
@@ -1322,38 +1323,25 @@ absl::Status parse_add_config(std::string_view text, std::vector<std::pair<std::
 // "[iterations=8192,password=secret]" -> a SCRAM upsertion.
 absl::StatusOr<client::ScramAlteration> scram_upsertion(const std::string& user, net::ScramMechanism mechanism,
                                                         std::string_view value) {
-  if (!value.starts_with('[') || !value.ends_with(']')) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: expected [iterations=N,password=P]", net::scram_mechanism_name(mechanism)));
+  const std::string_view name = net::scram_mechanism_name(mechanism);
+  absl::StatusOr<std::map<std::string, std::string>> settings = core::parse_scram_settings(value);
+  if (!settings.ok()) {
+    return absl::InvalidArgumentError(fmt::format("{}: {} (expected [iterations=N,password=P])", name,
+                                                  std::string(settings.status().message())));
   }
   client::ScramAlteration a;
   a.user = user;
   a.mechanism = mechanism;
-  bool have_password = false;
-  value = value.substr(1, value.size() - 2);
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t comma = value.find(',', start);
-    if (comma == std::string_view::npos) comma = value.size();
-    const std::string_view item = value.substr(start, comma - start);
-    start = comma + 1;
-    std::string k;
-    std::string v;
-    if (!split_property(item, &k, &v)) {
-      return absl::InvalidArgumentError(fmt::format("{}: '{}' is not K=V", net::scram_mechanism_name(mechanism), item));
-    }
+  for (const auto& [k, v] : *settings) {
     if (k == "password") {
       a.password = v;
-      have_password = true;
-    } else if (k == "iterations" && parse_number(v).has_value() && *parse_number(v) > 0 && *parse_number(v) <= INT32_MAX) {
+    } else if (k == "iterations" && parse_number(v).value_or(0) > 0 && *parse_number(v) <= INT32_MAX) {
       a.iterations = static_cast<int32_t>(*parse_number(v));
     } else {
-      return absl::InvalidArgumentError(fmt::format("{}: unknown or bad '{}'", net::scram_mechanism_name(mechanism), item));
+      return absl::InvalidArgumentError(fmt::format("{}: unknown or bad '{}={}'", name, k, v));
     }
   }
-  if (!have_password) {
-    return absl::InvalidArgumentError(fmt::format("{}: no password", net::scram_mechanism_name(mechanism)));
-  }
+  if (!settings->contains("password")) return absl::InvalidArgumentError(fmt::format("{}: no password", name));
   return a;
 }
 

@@ -53,6 +53,24 @@ def kafka_python_round_trip(kp, topic, count):
     return values
 
 
+def kcat_checks(bootstrap, mechanism, topic, wrong_password, refusal):
+    """kcat logs in to the SASL_PLAINTEXT listener at `bootstrap` as alice
+    (password alice-secret) with `mechanism`, produces three lines to
+    `topic` and reads them back; with `wrong_password` it is refused and
+    says `refusal`."""
+    kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", f"sasl.mechanisms={mechanism}",
+            "-X", "sasl.username=alice"]
+    base.run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", topic, "-p", "0"], input=b"one\ntwo\nthree\n")
+    out = base.run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", topic, "-o", "beginning", "-e",
+                           "-f", "%s\n"])
+    base.check(f"kcat authenticates with {mechanism}", out.split() == [b"one", b"two", b"three"], str(out))
+    r = subprocess.run(kcat + ["-X", f"sasl.password={wrong_password}", "-L", "-m", "5"], capture_output=True,
+                       timeout=30)
+    err = r.stderr.decode(errors="replace")
+    base.check(f"kcat with a wrong password is refused ({mechanism})", r.returncode != 0 and refusal in err,
+               f"exit {r.returncode}: {err[-300:]}")
+
+
 def sasl_checks(work):
     """A SASL_PLAINTEXT listener with PLAIN users beside the PLAINTEXT one:
     kcat, confluent-kafka (SaslHandshake v1 and SaslAuthenticate) and
@@ -76,17 +94,7 @@ def sasl_checks(work):
     server.start()
     try:
         bootstrap = f"127.0.0.1:{secure}"
-        kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
-                "-X", "sasl.username=alice"]
-        base.run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", "sasl-kcat", "-p", "0"],
-            input=b"one\ntwo\nthree\n")
-        out = base.run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", "sasl-kcat", "-o", "beginning", "-e",
-                          "-f", "%s\n"])
-        base.check("kcat authenticates with SASL PLAIN", out.split() == [b"one", b"two", b"three"], str(out))
-        r = subprocess.run(kcat + ["-X", "sasl.password=wrong", "-L", "-m", "5"], capture_output=True, timeout=30)
-        err = r.stderr.decode(errors="replace")
-        base.check("kcat with a wrong password is refused",
-              r.returncode != 0 and "Invalid username or password" in err, f"exit {r.returncode}: {err[-300:]}")
+        kcat_checks(bootstrap, "PLAIN", "sasl-kcat", "wrong", "Invalid username or password")
 
         conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
                 "sasl.username": "admin", "sasl.password": "admin-secret"}
@@ -211,18 +219,9 @@ def scram_checks(work):
                    f"exit {r.returncode}: {err[-300:]}")
 
         bootstrap = f"127.0.0.1:{secure}"
-        kcat = ["kcat", "-b", bootstrap, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
-                "-X", "sasl.username=alice"]
-        base.run(kcat + ["-X", "sasl.password=alice-secret", "-P", "-t", "scram-kcat", "-p", "0"],
-                 input=b"one\ntwo\nthree\n")
-        out = base.run(kcat + ["-X", "sasl.password=alice-secret", "-C", "-t", "scram-kcat", "-o", "beginning", "-e",
-                               "-f", "%s\n"])
-        base.check("kcat authenticates with SCRAM-SHA-256", out.split() == [b"one", b"two", b"three"], str(out))
-        r = subprocess.run(kcat + ["-X", "sasl.password=alice-512", "-L", "-m", "5"], capture_output=True, timeout=30)
-        err = r.stderr.decode(errors="replace")
-        base.check("kcat with another mechanism's password is refused",
-                   r.returncode != 0 and "invalid credentials with SASL mechanism SCRAM-SHA-256" in err,
-                   f"exit {r.returncode}: {err[-300:]}")
+        # The SCRAM-SHA-512 password is not the SCRAM-SHA-256 one.
+        kcat_checks(bootstrap, "SCRAM-SHA-256", "scram-kcat", "alice-512",
+                    "invalid credentials with SASL mechanism SCRAM-SHA-256")
 
         # brook configs on topic configs too (IncrementalAlterConfigs).
         base.run(configs + ["--alter", "--entity-type", "topics", "--entity-name", "scram-kcat", "--add-config",
