@@ -1147,12 +1147,12 @@ def print_file_tail(path, title, size):
     print(f"--- {title} tail ---\n" + tail, flush=True)
 
 
-def start_watchdog(server):
+def start_watchdog(*servers, files=()):
     """When BROOK_TEST_TIMEOUT (seconds, ctest's timeout for the test) is
     set: 10 s before it runs out, prints every Python thread's stack (a
-    client call that never returns shows where) and the server's log tail,
-    stops the server and exits non-zero, rather than being killed without a
-    word."""
+    client call that never returns shows where), each server's log tail and
+    the tails of `files` ((path, title) pairs), stops the servers and exits
+    non-zero, rather than being killed without a word."""
     limit = os.environ.get("BROOK_TEST_TIMEOUT")
     if not limit:
         return None
@@ -1162,7 +1162,10 @@ def start_watchdog(server):
         faulthandler.dump_traceback(file=sys.stdout, all_threads=True)
         sys.stdout.flush()
         try:
-            print_log_tail(server, 12000)
+            for server in servers:
+                print_file_tail(server.log, f"{server.log}", 12000 // len(servers))
+            for path, title in files:
+                print_file_tail(path, title, 6000)
             for proc in STARTED:
                 if proc.poll() is None:
                     proc.kill()

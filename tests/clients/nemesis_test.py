@@ -135,6 +135,8 @@ class Workload:
             p = Producer({"bootstrap.servers": self.bootstrap, "client.id": client_id,
                           "acks": "all", "enable.idempotence": True,
                           "linger.ms": 5, "message.timeout.ms": 300000, "logger": CLIENT_LOG,
+                          # The idempotence state machine's steps, in the client log.
+                          "debug": "eos",
                           "error_cb": lambda err, fatal=fatal: fatal.append(str(err)) if err.fatal() else None})
 
             def done(err, msg):
@@ -158,7 +160,10 @@ class Workload:
                     p.poll(0)
                 if not fatal:
                     self.sent = i
-                    self.left = p.flush(300)
+                    # Well inside ctest's 300 s, so that messages never
+                    # acknowledged fail a check that says how many, with
+                    # every log printed.
+                    self.left = p.flush(150)
                     return
             except KafkaException as e:
                 err = e.args[0]
@@ -367,7 +372,7 @@ def main():
     watchdog = None
     try:
         nodes = start_cluster(work)
-        watchdog = t.start_watchdog(nodes[1])
+        watchdog = t.start_watchdog(*nodes.values(), files=[(log_file.baseFilename, "client log")])
         checks(nodes, rnd)
         ok = True
     finally:
