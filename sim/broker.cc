@@ -116,7 +116,8 @@ struct Shared {
       : config(std::move(c)),
         acked(static_cast<size_t>(config.partitions)),
         observed(static_cast<size_t>(config.partitions)),
-        stops(config.nodes) {}
+        stops(config.nodes),
+        last_ack_ns(static_cast<size_t>(config.partitions), -1) {}
 
   BrokerSimConfig config;
   // Per node (node id = index + 1).
@@ -132,7 +133,8 @@ struct Shared {
   GracefulStops stops;
   std::vector<std::string> violations;
   bool writing = true;
-  int64_t last_ack_ns = -1;
+  // World time of each partition's latest acknowledgement.
+  std::vector<int64_t> last_ack_ns;
   uint64_t produce_requests = 0;
   uint64_t records_sent = 0;
   uint64_t records_failed = 0;
@@ -303,7 +305,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
     if (sasl != nullptr) options.sasl = &config.emplace(br->sasl_config(*sasl));
     options.tls = tls;
     (void)co_await net::serve(
-        *l, [br](net::RequestFrame f) { return br->handle_request(std::move(f)); }, options);
+        *l, [br](net::RequestFrame f) { return br->answer(std::move(f)); }, options);
   };
   tasks.spawn(serve(ctx, broker_listener->get(), b, std::string_view(), o.sasl, o.tls));
   if (external_listener != nullptr) {
@@ -535,7 +537,7 @@ io::Task<void> writer(io::Context* ctx, Shared* s, int id) {
                                    md->offset, it->second, value));
         }
         ++s->records_acked;
-        s->last_ack_ns = ctx->clock().now().time_since_epoch().count();
+        s->last_ack_ns[static_cast<size_t>(md->partition)] = World::running()->now_ns();
       };
       (void)co_await producer.send(std::move(record), std::move(done));
     }
@@ -574,6 +576,7 @@ io::Task<void> reader(io::Context* ctx, Shared* s) {
   client::ConsumerStats counted;
   while (true) {
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 50ms, 300ms));
+    if (!s->writing) continue;  // the workload is over
     const int32_t partition = static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(s->config.partitions)));
     const std::map<int64_t, std::string>& acked = s->acked[static_cast<size_t>(partition)];
     if (acked.empty()) continue;
@@ -933,9 +936,34 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   world.run_for(config.workload);
   faults.stop();
   const int64_t heal_ns = world.now_ns();
-  const bool live = world.run_until([&] { return shared.last_ack_ns > heal_ns; }, config.quiet_max);
+  // Liveness: once the faults stop, every partition takes writes again.
+  auto stalled = [&] {
+    std::vector<int> out;
+    for (size_t p = 0; p < shared.last_ack_ns.size(); ++p) {
+      if (shared.last_ack_ns[p] <= heal_ns) out.push_back(static_cast<int>(p));
+    }
+    return out;
+  };
+  world.run_until([&] { return stalled().empty(); }, config.quiet_max);
+  const std::vector<int> stalled_partitions = stalled();
   shared.writing = false;
-  world.run_for(1s);  // answers in flight arrive
+  // Answers in flight arrive; a request stuck since the workload has been
+  // pending kSlowRequest by the end of this.
+  world.run_for(broker::kSlowRequest);
+  // No request of a running broker waited long (a Produce waits at most
+  // its timeout): one that did, or still waits, is stuck on something.
+  for (size_t i = 0; i < shared.running.size(); ++i) {
+    const broker::Broker* b = shared.running[i];
+    if (b == nullptr) continue;
+    if (b->longest_answer() >= broker::kSlowRequest) {
+      shared.violation(fmt::format("node {}: a request took {} to be answered", i + 1, seconds(b->longest_answer())));
+    }
+    if (auto oldest = b->oldest_pending_request(); oldest.has_value() && oldest->second >= broker::kSlowRequest) {
+      shared.violation(fmt::format("node {}: request key={} correlation id {} from '{}' unanswered after {}", i + 1,
+                                   oldest->first.key, oldest->first.correlation_id, oldest->first.client_id,
+                                   seconds(oldest->second)));
+    }
+  }
 
   // Power loss, restart, read everything back.
   faults.finish();
@@ -972,10 +1000,12 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
 
   ScenarioResult result;
   result.failures = shared.violations;
-  if (!live && result.failures.size() < kFailuresMax) {
-    result.failures.push_back(fmt::format("liveness: no produce was acknowledged within {} of the heal (last at {})",
-                                          seconds(config.quiet_max),
-                                          seconds(io::Duration(std::max<int64_t>(shared.last_ack_ns, 0)))));
+  for (int p : stalled_partitions) {
+    if (result.failures.size() >= kFailuresMax) break;
+    result.failures.push_back(
+        fmt::format("liveness: partition {} had no produce acknowledged within {} of the heal (its last at {})", p,
+                    seconds(config.quiet_max),
+                    seconds(io::Duration(std::max<int64_t>(shared.last_ack_ns[static_cast<size_t>(p)], 0)))));
   }
   if (!shared.final_read_done && result.failures.size() < kFailuresMax) {
     result.failures.push_back("the final read-back did not finish");

@@ -426,6 +426,7 @@ io::Task<void> Broker::log_loop() {
   constexpr io::Duration kLogMaintenanceInterval = std::chrono::milliseconds(250);
   while (true) {
     co_await ctx_->clock().sleep_for(kLogMaintenanceInterval);
+    report_slow_requests();
     std::vector<std::shared_ptr<Partition>> snapshot;
     for (const auto& [key, p] : partitions_) snapshot.push_back(p);
     // A partition removed meanwhile has a closed log: skip it.

@@ -116,6 +116,12 @@ inline constexpr std::string_view kOffsetFetchForwardClientId = "brook-offset-fe
 inline constexpr io::Duration kRefusedBatchMemory = std::chrono::seconds(30);
 inline constexpr size_t kMaxRefusedBatches = 4096;
 
+// A request still unanswered this long is logged as a warning (once), and
+// how long it took when it is answered. Longer than any wait a request asks
+// for but JoinGroup's and SyncGroup's (up to the group's rebalance
+// timeout): Produce waits at most its timeout, Fetch its max wait.
+inline constexpr io::Duration kSlowRequest = std::chrono::seconds(60);
+
 // After the controller refuses a leader's AlterPartition
 // (Partition::alter_refused_at), the leader sends no other for that
 // partition until its metadata changes, or for this long (the interval at
@@ -296,8 +302,22 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   // (Produce with acks=0).
   io::Task<absl::StatusOr<io::BufferChain>> handle_request(net::RequestFrame frame);
   // handle_request, logging a request it cannot answer (the connection is
-  // then closed).
+  // then closed) and one slow to answer (kSlowRequest).
   io::Task<absl::StatusOr<io::BufferChain>> answer(net::RequestFrame frame);
+
+  // A request answer() has not answered yet.
+  struct PendingRequest {
+    int16_t key = 0;
+    int16_t version = 0;
+    int32_t correlation_id = 0;
+    std::string client_id;
+    io::Instant since{};
+    bool reported = false;  // logged as slow
+  };
+  // The oldest of them and how long it has waited, if any (checkers).
+  std::optional<std::pair<PendingRequest, io::Duration>> oldest_pending_request() const;
+  // The longest any request took to be answered (checkers).
+  io::Duration longest_answer() const { return longest_answer_; }
 
   const metadata::MetadataImage& image() const { return image_; }
   int64_t broker_epoch() const { return broker_epoch_; }
@@ -387,6 +407,8 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   // write of its newest bytes (storage::Log::start_writeback) and runs the
   // flush.ms policy.
   io::Task<void> log_loop();
+  // Logs each request pending for kSlowRequest or longer, once.
+  void report_slow_requests();
   // AlterPartition to the controller; applies the answer.
   io::Task<void> alter_isr(std::shared_ptr<Partition> p, std::vector<int32_t> new_isr);
   // Starts a fetcher for every leader this broker follows a partition of.
@@ -633,6 +655,14 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   net::PeerPool verify_peers_{ctx_->network(), ctx_->clock(), peer_client_id("txn-verify")};
   net::PeerPool group_peers_{ctx_->network(), ctx_->clock(), peer_client_id(kOffsetFetchForwardClientId)};
   uint64_t next_verification_guard_ = 0;
+
+  // The requests answer() is answering, by arrival. Each answer() call
+  // holds it too: its coroutine may be destroyed after the broker when
+  // connections are torn down after it.
+  using PendingRequests = std::map<uint64_t, PendingRequest>;
+  std::shared_ptr<PendingRequests> pending_requests_ = std::make_shared<PendingRequests>();
+  uint64_t requests_started_ = 0;
+  io::Duration longest_answer_{0};
 };
 
 // --- implementation -------------------------------------------------------

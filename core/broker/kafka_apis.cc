@@ -290,12 +290,48 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::answer(net::RequestFrame frame
   const int16_t key = frame.header.request_api_key;
   const int16_t version = frame.header.request_api_version;
   const int32_t correlation_id = frame.header.correlation_id;
+  const uint64_t id = requests_started_++;
+  const io::Instant since = ctx_->clock().now();
+  pending_requests_->emplace(
+      id, PendingRequest{key, version, correlation_id, frame.header.client_id.value_or(""), since, false});
+  // Also when the task is torn down unanswered (the broker stopping).
+  struct Forget {
+    std::shared_ptr<PendingRequests> pending;
+    uint64_t id;
+    ~Forget() { pending->erase(id); }
+  } forget{pending_requests_, id};
   absl::StatusOr<io::BufferChain> response = co_await handle_request(std::move(frame));
   if (!response.ok()) {
     ctx_->log().warn("broker: request key={} v{} correlation id {} not answered (closing the connection): {}", key,
                      version, correlation_id, response.status().ToString());
   }
+  const io::Duration took = ctx_->clock().now() - since;
+  longest_answer_ = std::max(longest_answer_, took);
+  if (auto it = pending_requests_->find(id); it != pending_requests_->end() && it->second.reported) {
+    ctx_->log().warn("broker: request key={} v{} correlation id {} from '{}' answered after {} ms", key, version,
+                     correlation_id, it->second.client_id,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+  }
   co_return response;
+}
+
+void Broker::report_slow_requests() {
+  const io::Instant now = ctx_->clock().now();
+  for (auto& [id, r] : *pending_requests_) {
+    // By arrival: the rest are younger.
+    if (now - r.since < kSlowRequest) break;
+    if (r.reported) continue;
+    r.reported = true;
+    ctx_->log().warn("broker: request key={} v{} correlation id {} from '{}' unanswered after {} ms", r.key, r.version,
+                     r.correlation_id, r.client_id,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - r.since).count());
+  }
+}
+
+std::optional<std::pair<Broker::PendingRequest, io::Duration>> Broker::oldest_pending_request() const {
+  if (pending_requests_->empty()) return std::nullopt;
+  const PendingRequest& r = pending_requests_->begin()->second;
+  return std::make_pair(r, ctx_->clock().now() - r.since);
 }
 
 // --- ApiVersions ----------------------------------------------------------------
