@@ -39,9 +39,9 @@ bool exists(const metadata::ScramImage& image, int8_t mechanism, const std::stri
 ScramChanges alter_scram_credentials(const metadata::ScramImage& image,
                                      const net::AlterUserScramCredentialsRequest& request) {
   using Key = std::pair<std::string, int8_t>;  // user, mechanism
-  // Each (user, mechanism)'s one alteration: nullopt for a deletion, the
-  // credential for an upsertion.
-  std::map<Key, std::optional<net::ScramCredential>> changes;
+  using Upsertion = net::AlterUserScramCredentialsRequest::ScramCredentialUpsertion;
+  // Each (user, mechanism)'s one alteration: null for a deletion.
+  std::map<Key, const Upsertion*> changes;
   std::set<Key> duplicates;
   // Per user, in the order users first appear: its first problem.
   std::vector<std::string> order;
@@ -50,8 +50,8 @@ ScramChanges alter_scram_credentials(const metadata::ScramImage& image,
     if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
     if (problem.has_value()) problems.emplace(name, std::move(*problem));
   };
-  const auto add = [&](const Key& key, std::optional<net::ScramCredential> change) {
-    if (!changes.emplace(key, std::move(change)).second) duplicates.insert(key);
+  const auto add = [&](const Key& key, const Upsertion* change) {
+    if (!changes.emplace(key, change).second) duplicates.insert(key);
   };
   for (const auto& d : request.deletions) {
     std::optional<Problem> problem = check_name_and_mechanism(d.name, d.mechanism);
@@ -59,7 +59,7 @@ ScramChanges alter_scram_credentials(const metadata::ScramImage& image,
       problem = Problem{net::Error::kResourceNotFound, "Attempt to delete a user credential that does not exist"};
     }
     note(d.name, std::move(problem));
-    add(Key(d.name, d.mechanism), std::nullopt);
+    add(Key(d.name, d.mechanism), nullptr);
   }
   for (const auto& u : request.upsertions) {
     std::optional<Problem> problem = check_name_and_mechanism(u.name, u.mechanism);
@@ -68,13 +68,8 @@ ScramChanges alter_scram_credentials(const metadata::ScramImage& image,
     } else if (!problem.has_value() && u.iterations > net::kScramMaxIterations) {
       problem = Problem{net::Error::kUnacceptableCredential, "Too many iterations"};
     }
-    std::optional<net::ScramCredential> credential;
-    if (!problem.has_value()) {
-      credential = net::scram_credential_from_salted(*net::scram_mechanism_of_type(u.mechanism),
-                                                     u.salted_password.view(), u.salt.view(), u.iterations);
-    }
     note(u.name, std::move(problem));
-    add(Key(u.name, u.mechanism), credential.value_or(net::ScramCredential{}));
+    add(Key(u.name, u.mechanism), &u);
   }
   for (const Key& key : duplicates) {
     // A duplicate outranks the user's other problems, as in Kafka.
@@ -95,14 +90,17 @@ ScramChanges alter_scram_credentials(const metadata::ScramImage& image,
       continue;
     }
     for (auto it = changes.lower_bound(Key(name, INT8_MIN)); it != changes.end() && it->first.first == name; ++it) {
-      if (!it->second.has_value()) {
+      const Upsertion* u = it->second;
+      if (u == nullptr) {
         net::RemoveUserScramCredentialRecord record;
         record.name = name;
         record.mechanism = it->first.second;
         out.records.emplace_back(std::move(record));
         continue;
       }
-      const net::ScramCredential& c = *it->second;
+      // The user has no problem, so its mechanism is known.
+      const net::ScramCredential c = net::scram_credential_from_salted(
+          *net::scram_mechanism_of_type(u->mechanism), u->salted_password.view(), u->salt.view(), u->iterations);
       net::UserScramCredentialRecord record;
       record.name = name;
       record.mechanism = it->first.second;

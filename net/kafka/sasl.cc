@@ -73,10 +73,6 @@ SaslServerSession::Step answer(const M& body, const RequestHeader& header, bool 
 
 }  // namespace
 
-absl::StatusOr<std::map<std::string, std::string>> parse_plain_jaas_options(std::string_view jaas) {
-  return parse_jaas_options(jaas, kPlainLoginModule);
-}
-
 absl::StatusOr<std::map<std::string, std::string>> parse_jaas_options(std::string_view jaas,
                                                                       std::string_view login_module) {
   ASSIGN_OR_RETURN(auto words, jaas_words(jaas));
@@ -109,7 +105,7 @@ absl::StatusOr<std::map<std::string, std::string>> parse_jaas_options(std::strin
 }
 
 absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas) {
-  ASSIGN_OR_RETURN(auto options, parse_plain_jaas_options(jaas));
+  ASSIGN_OR_RETURN(auto options, parse_jaas_options(jaas, kPlainLoginModule));
   SaslPlainUsers users;
   for (const auto& [key, value] : options) {
     if (key.starts_with(kUserPrefix) && key.size() > kUserPrefix.size()) {

@@ -74,18 +74,16 @@ struct SaslCredentials {
   std::string mechanism = std::string(kSaslPlain);
 };
 
-// The options of a JAAS configuration naming
-// org.apache.kafka.common.security.plain.PlainLoginModule. An error for
-// text that is not one login module entry ("Module required
-// key=\"value\" ...;") or names another module.
-absl::StatusOr<std::map<std::string, std::string>> parse_plain_jaas_options(std::string_view jaas);
-// Its user_NAME="PASSWORD" options (a server's users); an error when there
-// are none.
+// The user_NAME="PASSWORD" options of a JAAS configuration naming
+// org.apache.kafka.common.security.plain.PlainLoginModule (a server's
+// users); an error when there are none.
 absl::StatusOr<SaslPlainUsers> parse_plain_jaas(std::string_view jaas);
 // Its username and password options (a client's, or a broker's on the
 // inter-broker listener); an error when either is missing.
 absl::StatusOr<SaslCredentials> parse_plain_jaas_credentials(std::string_view jaas);
-// The options of a JAAS configuration naming `login_module`.
+// The options of a JAAS configuration naming `login_module`. An error for
+// text that is not one login module entry ("Module required
+// key=\"value\" ...;") or names another module.
 absl::StatusOr<std::map<std::string, std::string>> parse_jaas_options(std::string_view jaas,
                                                                       std::string_view login_module);
 inline constexpr std::string_view kPlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule";

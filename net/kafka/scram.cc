@@ -275,7 +275,6 @@ absl::StatusOr<std::string> ScramServer::on_client_final(std::string_view messag
   if (!proof.has_value() || proof->size() != digest_size(mechanism_)) return failed(mechanism_);
   const std::string auth_message = client_first_bare_ + "," + server_first_ + "," + std::string(without_proof);
   const std::string client_signature = hmac(mechanism_, credential_.stored_key, auth_message);
-  if (client_signature.size() != proof->size()) return failed(mechanism_);
   const std::string client_key = xor_of(*proof, client_signature);
   if (!same_secret(hash(mechanism_, client_key), credential_.stored_key)) return failed(mechanism_);
   state_ = State::kComplete;

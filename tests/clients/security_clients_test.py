@@ -35,6 +35,21 @@ def consume_values(consumer, topic, want, timeout=30):
     return got
 
 
+def transaction_round_trip(conf, name):
+    """Commits a transaction of five records (b"t0".."t4", partition 0 of
+    topic NAME-topic, transactional.id NAME) with confluent-kafka's
+    settings `conf` and reads them back read_committed: the values read."""
+    from confluent_kafka import Consumer, Producer
+    p = Producer(dict(conf, **{"transactional.id": name}))
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(f"{name}-topic", b"t%d" % i, partition=0)
+    p.commit_transaction(30)
+    return consume_values(Consumer(dict(conf, **{"group.id": f"{name}-reader", "auto.offset.reset": "earliest",
+                                                 "isolation.level": "read_committed"})), f"{name}-topic", 5)
+
+
 def kafka_python_round_trip(kp, topic, count):
     """Writes b"k0".. to partition 0 of `topic` with kafka-python's
     producer and reads that partition back from the start, both with the
@@ -149,14 +164,7 @@ def sasl_checks(work):
     try:
         conf = {"bootstrap.servers": only.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
                 "sasl.username": "alice", "sasl.password": "alice-secret"}
-        p = Producer(dict(conf, **{"transactional.id": "sasl-txn"}))
-        p.init_transactions(30)
-        p.begin_transaction()
-        for i in range(5):
-            p.produce("sasl-txn-topic", b"t%d" % i, partition=0)
-        p.commit_transaction(30)
-        got = consume_values(Consumer(dict(conf, **{"group.id": "sasl-txn-reader", "auto.offset.reset": "earliest",
-                                   "isolation.level": "read_committed"})), "sasl-txn-topic", 5)
+        got = transaction_round_trip(conf, "sasl-txn")
         base.check("a transaction commits on a SASL-only broker", got == [b"t%d" % i for i in range(5)], str(got))
         props = ["security.protocol=SASL_PLAINTEXT", "sasl.mechanism=PLAIN", "sasl.username=alice",
                  "sasl.password=alice-secret"]
@@ -297,14 +305,7 @@ def scram_checks(work):
     try:
         conf = {"bootstrap.servers": only.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": "alice-secret"}
-        p = Producer(dict(conf, **{"transactional.id": "scram-txn"}))
-        p.init_transactions(30)
-        p.begin_transaction()
-        for i in range(5):
-            p.produce("scram-txn-topic", b"t%d" % i, partition=0)
-        p.commit_transaction(30)
-        got = consume_values(Consumer(dict(conf, **{"group.id": "scram-txn-reader", "auto.offset.reset": "earliest",
-                                   "isolation.level": "read_committed"})), "scram-txn-topic", 5)
+        got = transaction_round_trip(conf, "scram-txn")
         base.check("a transaction commits with SCRAM between brokers, credentials from format",
                    got == [b"t%d" % i for i in range(5)], str(got))
     finally:
@@ -405,14 +406,7 @@ def tls_checks(work):
         # SSL inter-broker listener, presenting its own certificate.
         tconf = {"bootstrap.servers": ssl_bootstrap, "security.protocol": "SSL", "ssl.ca.location": path("ca.pem"),
                  "ssl.certificate.location": path("client.pem"), "ssl.key.location": path("client.key")}
-        tp = Producer(dict(tconf, **{"transactional.id": "tls-txn"}))
-        tp.init_transactions(30)
-        tp.begin_transaction()
-        for i in range(5):
-            tp.produce("tls-txn-topic", b"t%d" % i, partition=0)
-        tp.commit_transaction(30)
-        got = consume_values(Consumer(dict(tconf, **{"group.id": "tls-txn-reader", "auto.offset.reset": "earliest",
-                                    "isolation.level": "read_committed"})), "tls-txn-topic", 5)
+        got = transaction_round_trip(tconf, "tls-txn")
         base.check("a transaction commits over TLS", got == [b"t%d" % i for i in range(5)], str(got))
 
         kp = dict(bootstrap_servers=sasl_bootstrap, security_protocol="SASL_SSL", ssl_cafile=path("ca.pem"),
