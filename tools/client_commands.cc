@@ -1422,15 +1422,16 @@ io::Task<int> configs_resource(client::Cluster& cluster, const ConfigsArgs* a) {
       std::fprintf(stderr, "brook configs: %s\n", entries.status().ToString().c_str());
       co_return 1;
     }
-    // The dynamic configs: a topic's own (source 1), a broker's own (2)
-    // and the cluster-wide broker defaults (4).
+    // As kafka-configs: the resource's own dynamic configs, a topic's
+    // (source 1), a broker's (2) or, for the cluster-wide default broker
+    // (no name), the dynamic defaults (3); not the static (4) or default
+    // (5) ones.
     std::printf("Dynamic configs for %s %s are:\n", topic ? "topic" : "broker", name.c_str());
+    const int8_t wanted = topic ? 1 : name.empty() ? 3 : 2;
+    const char* source = topic ? "DYNAMIC_TOPIC_CONFIG" : name.empty() ? "DYNAMIC_DEFAULT_BROKER_CONFIG"
+                                                                       : "DYNAMIC_BROKER_CONFIG";
     for (const client::ConfigEntry& e : *entries) {
-      const char* source = e.source == 1 ? "DYNAMIC_TOPIC_CONFIG"
-                           : e.source == 2 ? "DYNAMIC_BROKER_CONFIG"
-                           : e.source == 4 ? "DYNAMIC_DEFAULT_BROKER_CONFIG"
-                                           : nullptr;
-      if (source == nullptr) continue;
+      if (e.source != wanted) continue;
       const std::string value = e.is_sensitive ? "null" : e.value.value_or("null");
       std::printf("  %s=%s sensitive=%s synonyms={%s:%s=%s}\n", e.name.c_str(), value.c_str(),
                   e.is_sensitive ? "true" : "false", source, e.name.c_str(), value.c_str());

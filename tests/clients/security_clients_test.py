@@ -241,6 +241,16 @@ def scram_checks(work):
         base.run(configs + ["--alter", "--topic", "scram-kcat", "--delete-config", "retention.ms"])
         out = base.run(configs + ["--describe", "--topic", "scram-kcat"]).decode()
         base.check("brook configs deletes topic configs", "retention.ms" not in out and "cleanup.policy" in out, out)
+        # A broker's: only its own dynamic configs are listed, as kafka-configs
+        # lists them (not the static ones of its command line).
+        base.run(configs + ["--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config",
+                            "log.retention.ms=123456"])
+        out = base.run(configs + ["--describe", "--broker", "1"]).decode()
+        base.check("brook configs sets and describes a broker's dynamic configs", out.splitlines() == [
+            "Dynamic configs for broker 1 are:",
+            "  log.retention.ms=123456 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=123456}"], out)
+        out = base.run(configs + ["--describe", "--user", "carol"])
+        base.check("a user without SCRAM credentials is described with nothing", out == b"", str(out))
 
         conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "bob", "sasl.password": "bob-secret"}
