@@ -322,6 +322,95 @@ def scram_checks(work):
         only.stop()
 
 
+def scram_cluster_checks(work):
+    """Three `brook server` processes, each broker and controller, whose
+    brokers listen only on SASL_PLAINTEXT with SCRAM-SHA-512 and log in to
+    each other with it (credentials from `brook format --add-scram` on every
+    node): replica fetchers, AlterPartition and the group coordinator run
+    over SCRAM between processes. A topic of three replicas with
+    min.insync.replicas=3 takes acks=all writes only when both followers
+    fetch over those logins; a group reads them back; a broker stopped and
+    started again logs in and rejoins every ISR."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster_id = base.run([base.BROOK, "random-uuid"]).decode().strip()
+    cports = {n: base.free_port() for n in (1, 2, 3)}
+    voters = "controller.quorum.voters=" + ",".join(f"{n}@127.0.0.1:{p}" for n, p in cports.items())
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
+            'password="b-secret";')
+    nodes = {}
+    for n in (1, 2, 3):
+        data = os.path.join(work, f"scram-cluster-{n}", "data")
+        base.run([base.BROOK, "format", "--cluster-id", cluster_id, "--node-id", str(n), "--data-dir", data,
+                  "--add-scram", "SCRAM-SHA-512=[name=broker,password=b-secret]",
+                  "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"])
+        s = base.Server(data, name=f"scram-cluster-{n}")
+        s.args = [
+            "--override", "process.roles=broker,controller", "--override", f"node.id={n}", "--override", voters,
+            "--override", f"listeners=SASL_PLAINTEXT://127.0.0.1:{s.port},CONTROLLER://127.0.0.1:{cports[n]}",
+            "--override", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+            "--override", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+            "--override", "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=" + jaas,
+            "--override", "broker.session.timeout.ms=3000", "--override", "replica.lag.time.max.ms=5000"]
+        nodes[n] = s
+    try:
+        for s in nodes.values():
+            s.start()
+        bootstrap = ",".join(s.bootstrap for s in nodes.values())
+        conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": "alice-secret"}
+        admin = AdminClient(conf)
+        deadline = time.time() + 30
+        while time.time() < deadline and set(admin.list_topics(timeout=10).brokers) != {1, 2, 3}:
+            time.sleep(0.2)
+        for f in admin.create_topics([NewTopic("scram-cluster", 3, 3,
+                                               config={"min.insync.replicas": "3"})]).values():
+            f.result(30)
+
+        def write(first, count):
+            acked = []
+            p = Producer(dict(conf, **{"acks": "all", "enable.idempotence": True}))
+            for i in range(first, first + count):
+                p.produce("scram-cluster", b"s%d" % i,
+                          on_delivery=lambda err, m: acked.append(m.value()) if err is None else None)
+            left = p.flush(60)
+            return acked, left
+
+        acked, left = write(0, 300)
+        base.check("acks=all writes with every ISR member fetching over SCRAM", len(acked) == 300 and left == 0,
+                   f"{len(acked)} acknowledged, {left} left")
+
+        def full_isr(timeout):
+            deadline = time.time() + timeout
+            while True:
+                parts = admin.list_topics("scram-cluster", timeout=10).topics["scram-cluster"].partitions
+                isrs = {i: sorted(p.isrs) for i, p in parts.items()}
+                if all(isr == [1, 2, 3] for isr in isrs.values()) or time.time() > deadline:
+                    return isrs
+                time.sleep(0.3)
+
+        nodes[2].stop()
+        nodes[2].start()
+        isrs = full_isr(30)
+        base.check("a restarted broker logs in to the others with SCRAM and rejoins every ISR",
+                   all(isr == [1, 2, 3] for isr in isrs.values()), str(isrs))
+        acked, left = write(300, 100)
+        base.check("acks=all writes after the restart", len(acked) == 100 and left == 0,
+                   f"{len(acked)} acknowledged, {left} left")
+        got = consume_values(Consumer(dict(conf, **{"group.id": "scram-cluster-group",
+                                                    "auto.offset.reset": "earliest"})), "scram-cluster", 400, 60)
+        base.check("a group reads every record back over SCRAM", sorted(got) == sorted(b"s%d" % i for i in range(400)),
+                   f"{len(got)} read")
+    except Exception:
+        for s in nodes.values():
+            base.print_log_tail(s, 3000)
+        raise
+    finally:
+        for s in nodes.values():
+            s.stop()
+
+
 def make_certificates(directory):
     """A CA; a server certificate for 127.0.0.1 and localhost (PEM, and in a
     PKCS12 key store with its CA, as keytool makes them); a client
@@ -505,6 +594,7 @@ def main():
     def checks(server, work):
         server.stop()
         scram_checks(work)
+        scram_cluster_checks(work)
         tls_checks(work)
         sasl_checks(work)
 
