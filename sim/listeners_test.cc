@@ -71,14 +71,18 @@ struct Seen {
   bool done = false;
 };
 
+// The brokers a Metadata answer lists.
+Listed listed_brokers(const net::MetadataResponse& r) {
+  Listed out;
+  for (const auto& b : r.brokers) out.emplace_back(b.node_id, fmt::format("{}:{}", b.host, b.port));
+  return out;
+}
+
 io::Task<Listed> metadata_brokers(net::Peer* peer) {
   net::MetadataRequest request;
   request.topics = std::nullopt;
   absl::StatusOr<net::MetadataResponse> r = co_await peer->call<net::MetadataResponse>(request, 12, kCallTimeout);
-  Listed out;
-  if (!r.ok()) co_return out;
-  for (const auto& b : r->brokers) out.emplace_back(b.node_id, fmt::format("{}:{}", b.host, b.port));
-  co_return out;
+  co_return r.ok() ? listed_brokers(*r) : Listed();
 }
 
 io::Task<Listed> cluster_brokers(net::Peer* peer) {
@@ -192,9 +196,7 @@ io::Task<Partitions> partitions_of(net::Peer* peer, std::string_view topic, int1
   if (!r.ok() || r->topics.size() != 1) co_return out;
   for (const auto& p : r->topics[0].partitions) out.emplace_back(p.partition_index, p.leader_id, p.error_code);
   std::sort(out.begin(), out.end());
-  if (brokers != nullptr) {
-    for (const auto& b : r->brokers) brokers->emplace_back(b.node_id, fmt::format("{}:{}", b.host, b.port));
-  }
+  if (brokers != nullptr) *brokers = listed_brokers(*r);
   co_return out;
 }
 

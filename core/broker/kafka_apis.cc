@@ -425,9 +425,10 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
   if (version >= 8 && version <= 10 && request.include_cluster_authorized_operations) {
     response.cluster_authorized_operations = kClusterOperationsAll;
   }
-  auto alive = [&](int32_t id) {
+  // A broker's registration when it is unfenced, else null.
+  auto alive = [&](int32_t id) -> const metadata::BrokerRegistration* {
     const metadata::BrokerRegistration* b = image_.cluster().broker(id);
-    return b != nullptr && !b->fenced;
+    return b != nullptr && !b->fenced ? b : nullptr;
   };
   auto describe_topic = [&](const metadata::TopicImage& topic) {
     net::MetadataResponse::MetadataResponseTopic t;
@@ -443,12 +444,13 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_metadata(const net::Request
       p.replica_nodes = reg.replicas;
       p.isr_nodes = reg.isr;
       for (int32_t r : reg.replicas) {
-        if (!alive(r)) p.offline_replicas.push_back(r);
+        if (alive(r) == nullptr) p.offline_replicas.push_back(r);
       }
-      if (reg.leader < 0 || !alive(reg.leader)) {
+      const metadata::BrokerRegistration* leader = reg.leader < 0 ? nullptr : alive(reg.leader);
+      if (leader == nullptr) {
         p.error_code = net::code(net::Error::kLeaderNotAvailable);
         p.leader_id = -1;
-      } else if (!image_.cluster().broker(reg.leader)->listeners.contains(listener)) {
+      } else if (!leader->listeners.contains(listener)) {
         // The leader is not reachable on the listener the client came in
         // on (a misconfigured cluster): Kafka's answer, from version 6.
         p.error_code = net::code(version >= 6 ? net::Error::kListenerNotFound : net::Error::kLeaderNotAvailable);
