@@ -13,11 +13,14 @@
 //   unacknowledged messages under a new epoch; and likewise
 //   NOT_ENOUGH_REPLICAS after a batch refused for too small an ISR; a
 //   refusal is remembered for broker::kRefusedBatchMemory and then
-//   forgotten (the gap is then out of order, as Kafka answers it).
+//   forgotten (the gap is then out of order, as Kafka answers it);
+// - a request still unanswered after broker::kSlowRequest is logged as a
+//   warning, and again with the time it took once answered.
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -148,37 +151,54 @@ io::Task<io::Duration> restart_when_alone(io::Context* ctx, TestCluster* cluster
   co_return restarted;
 }
 
+// t made; its leader, its followers and a producer id, after one follower
+// crashed and the ISR became the leader and the other; then the other
+// crashes, so that a batch sent at once is written while the ISR holds
+// min.insync.replicas and the ISR then shrinks to the leader alone.
+// Nullopt when the cluster did not get there.
+struct Dip {
+  int32_t leader = -1;
+  std::vector<int32_t> followers;
+  int64_t producer_id = -1;
+};
+io::Task<std::optional<Dip>> dip_below_min_insync(io::Context* ctx, TestCluster* cluster) {
+  std::optional<PartitionState> s = co_await create_t(ctx, cluster);
+  if (!s.has_value()) co_return std::nullopt;
+  Dip dip;
+  dip.leader = s->leader;
+  for (int32_t r : s->replicas) {
+    if (r != s->leader) dip.followers.push_back(r);
+  }
+  dip.producer_id = co_await init_producer_id(ctx, cluster->broker(dip.leader));
+  // One follower goes; the ISR is the leader and the other one.
+  cluster->server(dip.followers[0]).crash();
+  const int32_t gone = dip.followers[0];
+  if (!(co_await wait_for_state(ctx, cluster->broker(dip.leader), [gone](const PartitionState& state) {
+        return state.isr.size() == 2 && !contains(state.isr, gone);
+      })).has_value()) {
+    co_return std::nullopt;
+  }
+  cluster->server(dip.followers[1]).crash();
+  co_return dip;
+}
+
 TEST(ProduceAcks, AllWaitsForTheIsrToGrowBack) {
   TestCluster cluster(41, kFiveNodes, three_replicas_two_insync);
   DipOutcome out;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
-    std::optional<PartitionState> s = co_await create_t(&ctx, &cluster);
-    if (!s.has_value()) {
+    std::optional<Dip> dip = co_await dip_below_min_insync(&ctx, &cluster);
+    if (!dip.has_value()) {
       out.done = true;
       co_return;
     }
-    out.leader = s->leader;
-    std::vector<int32_t> followers;
-    for (int32_t r : s->replicas) {
-      if (r != s->leader) followers.push_back(r);
-    }
-    const int64_t producer_id = co_await init_producer_id(&ctx, cluster.broker(out.leader));
-    // One follower goes; the ISR is the leader and the other one.
-    cluster.server(followers[0]).crash();
-    if (!(co_await wait_for_state(&ctx, cluster.broker(out.leader), [&](const PartitionState& s) {
-          return s.isr.size() == 2 && !contains(s.isr, followers[0]);
-        })).has_value()) {
-      out.done = true;
-      co_return;
-    }
-    // The other goes as the batch arrives: the leader writes it (the ISR
-    // still holds two), and the ISR then shrinks to the leader alone. The
-    // first follower comes back once it has.
-    cluster.server(followers[1]).crash();
+    out.leader = dip->leader;
+    // The leader writes the batch (the ISR still holds two), and the ISR
+    // then shrinks to the leader alone. The first follower comes back once
+    // it has.
     const io::Instant start = ctx.clock().now();
-    std::tuple<Answer, io::Duration> both =
-        co_await io::when_all(timed_produce(&ctx, cluster.broker(out.leader), producer_id, start, &out.took),
-                              restart_when_alone(&ctx, &cluster, out.leader, followers[0], &out, start));
+    std::tuple<Answer, io::Duration> both = co_await io::when_all(
+        timed_produce(&ctx, cluster.broker(out.leader), dip->producer_id, start, &out.took),
+        restart_when_alone(&ctx, &cluster, out.leader, dip->followers[0], &out, start));
     out.answer = std::get<0>(both);
     out.restarted_after = std::get<1>(both);
     out.done = true;
@@ -190,6 +210,69 @@ TEST(ProduceAcks, AllWaitsForTheIsrToGrowBack) {
   EXPECT_TRUE(out.back_in_isr);
   // Answered once the follower was back, not when the ISR shrank.
   EXPECT_GT(out.took, out.restarted_after);
+}
+
+// --- a request that waits past broker::kSlowRequest is logged ------------------
+
+// The warnings logged, each line whole.
+struct Warnings : io::LogSink {
+  std::vector<std::string> lines;
+  void write(io::LogLevel level, std::string_view line) override {
+    if (level == io::LogLevel::kWarn) lines.emplace_back(line);
+  }
+  // The milliseconds of the first line with `what` and then
+  // "<what>... after N ms"; -1 when there is none.
+  int64_t millis_after(std::string_view what) const {
+    for (const std::string& l : lines) {
+      const size_t at = l.find(what);
+      if (at == std::string::npos) continue;
+      const size_t after = l.find(" after ", at);
+      if (after == std::string::npos) continue;
+      return std::stoll(l.substr(after + 7));
+    }
+    return -1;
+  }
+};
+
+TEST(ProduceAcks, ARequestWaitingPastTheSlowLimitIsLogged) {
+  Warnings warnings;
+  TestCluster cluster(41, kFiveNodes, three_replicas_two_insync, &warnings);
+  struct {
+    bool done = false;
+    int32_t leader = -1;
+    Answer answer;
+    io::Duration took{0};
+  } out;
+  cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+    std::optional<Dip> dip = co_await dip_below_min_insync(&ctx, &cluster);
+    if (!dip.has_value()) {
+      out.done = true;
+      co_return;
+    }
+    out.leader = dip->leader;
+    // No follower comes back, so the Produce waits its whole timeout, 90 s.
+    const io::Instant start = ctx.clock().now();
+    net::RecordBatchOptions o;
+    o.producer_id = dip->producer_id;
+    o.producer_epoch = 0;
+    o.base_sequence = 0;
+    std::optional<net::ProduceResponse::PartitionProduceResponse> answer =
+        co_await produce_one(&ctx, cluster.broker(out.leader), "t", 0, o, "v0", std::nullopt, 90s);
+    out.took = ctx.clock().now() - start;
+    if (answer.has_value()) out.answer = Answer{answer->error_code, answer->error_message.value_or("")};
+    out.done = true;
+  });
+  ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));
+  ASSERT_GT(out.leader, 0);
+  EXPECT_EQ(out.answer.error, net::code(Error::kNotEnoughReplicasAfterAppend)) << net::error_name(out.answer.error);
+  EXPECT_GE(out.took, 90s);
+  // Warned about once it had waited 60 s, and again when answered.
+  const int64_t pending = warnings.millis_after("from 'producer' unanswered");
+  const int64_t answered = warnings.millis_after("from 'producer' answered");
+  EXPECT_GE(pending, 60000);
+  EXPECT_LT(pending, 61000);
+  EXPECT_GE(answered, 90000);
+  EXPECT_LT(answered, 91000);
 }
 
 // --- a batch after one refused before the leadership came ----------------------

@@ -30,8 +30,9 @@ namespace brook::sim {
 struct TestCluster {
   // `configure` adjusts each node's options after the defaults (its index,
   // every listener, replication factor `nodes`).
-  TestCluster(uint64_t seed, int nodes, std::function<void(ServerNodeOptions&)> configure)
-      : world(seed, options()) {
+  TestCluster(uint64_t seed, int nodes, std::function<void(ServerNodeOptions&)> configure,
+              io::LogSink* log_sink = nullptr)
+      : world(seed, options(log_sink)) {
     for (int i = 0; i < nodes; ++i) {
       servers.push_back(&world.add_node());
       brokers.push_back(servers.back()->address(kServerBrokerPort));
@@ -53,9 +54,10 @@ struct TestCluster {
   TestCluster(const TestCluster&) = delete;
   TestCluster& operator=(const TestCluster&) = delete;
 
-  static WorldOptions options() {
+  // Log lines go to `log_sink` when given.
+  static WorldOptions options(io::LogSink* log_sink) {
     WorldOptions o;
-    o.log_sink = &io::null_log_sink();
+    o.log_sink = log_sink != nullptr ? log_sink : &io::null_log_sink();
     o.log_level = io::LogLevel::kDebug;
     return o;
   }
@@ -114,11 +116,12 @@ inline io::Task<std::vector<int32_t>> partition_leaders(io::Context* ctx, io::Ad
 }
 
 // One batch of one record (`value`) with `batch`'s producer fields, to
-// `partition` of `topic` at `broker`, acks=all within 30 s; the
+// `partition` of `topic` at `broker`, acks=all within `timeout`; the
 // partition's answer, or none when the call failed.
 inline io::Task<std::optional<net::ProduceResponse::PartitionProduceResponse>> produce_one(
     io::Context* ctx, io::Address broker, std::string topic, int32_t partition, net::RecordBatchOptions batch,
-    std::string value, std::optional<std::string> transactional_id) {
+    std::string value, std::optional<std::string> transactional_id,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   net::RecordBatchBuilder builder(batch);
   net::NewRecord record;
   record.timestamp_ms = 1;
@@ -127,10 +130,11 @@ inline io::Task<std::optional<net::ProduceResponse::PartitionProduceResponse>> p
   absl::StatusOr<io::Buffer> bytes = builder.build();
   if (!bytes.ok()) co_return std::nullopt;
   const net::ProduceRequest r =
-      one_batch_produce(std::move(transactional_id), std::move(topic), partition, *std::move(bytes), 30000);
+      one_batch_produce(std::move(transactional_id), std::move(topic), partition, *std::move(bytes),
+                        static_cast<int32_t>(timeout.count()));
   net::Peer peer(ctx->network(), ctx->clock(), broker, "producer");
   absl::StatusOr<net::ProduceResponse> out =
-      co_await peer.call<net::ProduceResponse>(r, 9, std::chrono::seconds(40));
+      co_await peer.call<net::ProduceResponse>(r, 9, timeout + std::chrono::seconds(10));
   if (!out.ok() || out->responses.size() != 1 || out->responses.front().partition_responses.size() != 1) {
     co_return std::nullopt;
   }

@@ -117,9 +117,10 @@ inline constexpr io::Duration kRefusedBatchMemory = std::chrono::seconds(30);
 inline constexpr size_t kMaxRefusedBatches = 4096;
 
 // A request still unanswered this long is logged as a warning (once), and
-// how long it took when it is answered. Longer than any wait a request asks
-// for but JoinGroup's and SyncGroup's (up to the group's rebalance
-// timeout): Produce waits at most its timeout, Fetch its max wait.
+// how long it took when it is answered. Longer than the waits clients ask
+// for by default: Produce waits at most its timeout (clients' 30 s), Fetch
+// its max wait; JoinGroup and SyncGroup wait up to the group's rebalance
+// timeout, and a Produce with a longer timeout may wait as long.
 inline constexpr io::Duration kSlowRequest = std::chrono::seconds(60);
 
 // After the controller refuses a leader's AlterPartition
