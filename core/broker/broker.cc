@@ -232,6 +232,8 @@ io::Task<absl::Status> Broker::apply_image() {
         p->partition_epoch = reg.partition_epoch;
         p->isr = reg.isr;
       }
+      // A newer partition epoch holds the proposal in flight or refuses it.
+      if (p->pending_isr.has_value() && reg.partition_epoch > p->pending_isr_epoch) p->pending_isr.reset();
       p->replicas = reg.replicas;
       p->alter_refused_at.reset();  // the refusal's reason may be in this update
       p->min_insync_replicas = min_insync_for(topic->name);

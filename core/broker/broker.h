@@ -231,7 +231,13 @@ struct Partition {
   // As leader: the followers, the ISR change in flight (AlterPartition)
   // and the log end when this leader epoch began.
   std::map<int32_t, FollowerState> followers;
+  // The ISR proposed to the controller, and the partition epoch the
+  // proposal was made in. Until the answer or the metadata log says what
+  // the controller holds, the high watermark counts the replicas of both
+  // the current and the proposed ISR (Kafka's maximal ISR): the controller
+  // may have committed the proposal, and may elect any of its members.
   std::optional<std::vector<int32_t>> pending_isr;
+  int32_t pending_isr_epoch = -1;
   // When the controller last refused this leader's AlterPartition: the
   // refusals (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH,
   // INELIGIBLE_REPLICA, ...) say the controller holds a state this

@@ -113,6 +113,7 @@ void Broker::maybe_expand_isr(const std::shared_ptr<Partition>& p, int32_t repli
   ctx_->log().info("broker: {}-{}: adding {} to the ISR (its log end {}, high watermark {})", p->topic, p->index,
                    replica, end, p->log->high_watermark());
   p->pending_isr = isr;
+  p->pending_isr_epoch = p->partition_epoch;
   background_->spawn(alter_isr(p, std::move(isr)));
 }
 
@@ -138,6 +139,7 @@ io::Task<void> Broker::isr_loop() {
       ctx_->log().info("broker: {}-{}: shrinking the ISR from [{}] to [{}]", p->topic, p->index,
                        fmt::join(p->isr, ","), fmt::join(kept, ","));
       p->pending_isr = kept;
+      p->pending_isr_epoch = p->partition_epoch;
       background_->spawn(alter_isr(p, std::move(kept)));
     }
   }
@@ -161,34 +163,58 @@ io::Task<void> Broker::alter_isr(std::shared_ptr<Partition> p, std::vector<int32
     b.broker_epoch = reg == nullptr ? -1 : reg->epoch;
   }
   const int32_t leader_epoch = p->leader_epoch;
-  const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
-  absl::StatusOr<net::AlterPartitionResponse> response =
-      co_await call_controller<net::AlterPartitionResponse>(request, kAlterPartitionVersion, deadline);
-  // The partition may have moved on meanwhile (a new leader epoch, or gone).
-  if (find(p->topic, p->index) != p || p->leader_epoch != leader_epoch) co_return;
-  p->pending_isr.reset();
-  int16_t error = 0;
-  if (!response.ok()) {
-    ctx_->log().warn("broker: {}-{}: AlterPartition: {}", p->topic, p->index, response.status().ToString());
-  } else if (response->error_code != 0) {
-    error = response->error_code;
-  } else if (response->topics.size() != 1 || response->topics[0].partitions.size() != 1) {
-    ctx_->log().warn("broker: {}-{}: AlterPartition answered for other partitions", p->topic, p->index);
-  } else {
-    const auto& out = response->topics[0].partitions[0];
-    error = out.error_code;
-    if (error == 0 && out.partition_epoch > p->partition_epoch && out.leader_epoch == p->leader_epoch) {
-      p->isr = out.isr;
-      p->partition_epoch = out.partition_epoch;
-      ctx_->log().info("broker: {}-{}: ISR [{}] (partition epoch {})", p->topic, p->index, fmt::join(p->isr, ","),
-                       p->partition_epoch);
+  const int32_t partition_epoch = p->partition_epoch;
+  // Whether the metadata log settled the proposal meanwhile: a new leader
+  // epoch or partition epoch (which holds the proposal or refuses it), or
+  // the partition gone. Its state is then the controller's.
+  auto settled = [&] {
+    return find(p->topic, p->index) != p || p->leader_epoch != leader_epoch ||
+           p->partition_epoch != partition_epoch || !p->pending_isr.has_value();
+  };
+  while (true) {
+    const io::Instant deadline = ctx_->clock().now() + config_.controller_timeout;
+    absl::StatusOr<net::AlterPartitionResponse> response =
+        co_await call_controller<net::AlterPartitionResponse>(request, kAlterPartitionVersion, deadline);
+    if (settled()) co_return;
+    int16_t error = 0;
+    if (!response.ok()) {
+      ctx_->log().warn("broker: {}-{}: AlterPartition: {}", p->topic, p->index, response.status().ToString());
+      error = net::code(net::Error::kRequestTimedOut);
+    } else if (response->error_code != 0) {
+      error = response->error_code;
+    } else if (response->topics.size() != 1 || response->topics[0].partitions.size() != 1) {
+      ctx_->log().warn("broker: {}-{}: AlterPartition answered for other partitions", p->topic, p->index);
+      error = net::code(net::Error::kUnknownServerError);
+    } else {
+      const auto& out = response->topics[0].partitions[0];
+      error = out.error_code;
+      if (error == 0 && out.leader_epoch == p->leader_epoch) {
+        p->isr = out.isr;
+        p->partition_epoch = out.partition_epoch;
+        p->pending_isr.reset();
+        ctx_->log().info("broker: {}-{}: ISR [{}] (partition epoch {})", p->topic, p->index,
+                         fmt::join(p->isr, ","), p->partition_epoch);
+        break;
+      }
+      // Taken, in a change that also moved leadership (a reassignment
+      // completed): this leader's epoch is over once the metadata log
+      // says so; until then it keeps its maximal ISR.
+      if (error == 0) error = net::code(net::Error::kFencedLeaderEpoch);
     }
-  }
-  if (error != 0) {
-    // The metadata log will bring the partition's newer state (or the
-    // broker's); a fetch or lag check after that tries again.
-    ctx_->log().info("broker: {}-{}: AlterPartition refused: {}", p->topic, p->index, net::error_name(error));
-    if (error != net::code(net::Error::kNotController)) p->alter_refused_at = ctx_->clock().now();
+    if (error == net::code(net::Error::kIneligibleReplica)) {
+      // Decided on this broker's partition epoch: not taken.
+      ctx_->log().info("broker: {}-{}: AlterPartition refused: {}", p->topic, p->index, net::error_name(error));
+      p->pending_isr.reset();
+      p->alter_refused_at = ctx_->clock().now();
+      break;
+    }
+    // Not answered (the proposal may have been committed), or refused on
+    // a state newer than this broker's (the metadata log brings it): asked
+    // again after a while until the answer or the metadata settles it.
+    ctx_->log().info("broker: {}-{}: AlterPartition not taken ({}); asking again", p->topic, p->index,
+                     net::error_name(error));
+    co_await ctx_->clock().sleep_for(kAlterPartitionRetryBackoff);
+    if (settled()) co_return;
   }
   maybe_advance_high_watermark(*p);
   appended_.notify();
