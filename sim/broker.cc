@@ -35,6 +35,7 @@ using namespace std::chrono_literals;
 constexpr uint64_t kConfigSalt = 0x6272'6f6b'6572'0001ULL;  // "broker"
 constexpr uint64_t kRebalanceSalt = 0x6c65'6164'6572'0001ULL;  // "leader"
 constexpr uint64_t kChurnSalt = 0x6368'7572'6e00'0001ULL;      // "churn"
+constexpr uint64_t kReassignSalt = 0x6d6f'7665'0000'0001ULL;    // "move"
 // Topics the churn workload creates and deletes, by name: churn-0 and churn-1.
 constexpr std::string_view kChurnPrefix = "churn-";
 constexpr int kChurnNames = 2;
@@ -74,6 +75,10 @@ struct BrokerSimConfig {
   // and deleted over and over (the same names again), a reader on each
   // while it goes.
   bool churn = false;
+  // Partition reassignment (with more than one node): now and then a
+  // partition of the checked topic gets new replicas, or its ongoing
+  // reassignment is cancelled.
+  bool reassign = false;
 
   static BrokerSimConfig draw(uint64_t seed) {
     io::Random r(seed ^ kConfigSalt);
@@ -96,18 +101,21 @@ struct BrokerSimConfig {
     c.faults.draw_graceful_stops(stops);
     io::Random churn(seed ^ kChurnSalt);
     c.churn = churn.uniform(2) == 0;
+    io::Random reassign(seed ^ kReassignSalt);
+    c.reassign = reassign.uniform(2) == 0;
     return c;
   }
+  bool reassigning() const { return reassign && nodes > 1; }
   std::string describe() const {
     return fmt::format(
         "broker: nodes={} replication-factor={} min.insync.replicas={} partitions={} writers={} "
         "records-per-send<={} write-interval<={} linger={} batch.size={} compression={} "
-        "max.in.flight={} keyed={} fetch-sessions={} leader-rebalance={} topic-churn={}\n{}",
+        "max.in.flight={} keyed={} fetch-sessions={} leader-rebalance={} topic-churn={} reassignments={}\n{}",
         nodes, replication_factor, min_insync, partitions, writers, records_per_batch_max,
         seconds(write_interval_max), seconds(linger), batch_size, codec::compression_name(compression),
         max_in_flight, keyed, fetch_sessions,
         leader_rebalance_interval > io::Duration{0} ? seconds(leader_rebalance_interval) : std::string("off"),
-        churn, faults.describe());
+        churn, reassigning(), faults.describe());
   }
 };
 
@@ -152,6 +160,10 @@ struct Shared {
   uint64_t churn_deleted = 0;
   uint64_t churn_records_acked = 0;
   uint64_t churn_records_read = 0;
+  // Reassignments the controller took, and refused (a cancellation with
+  // none in progress, or one that needs an unclean election).
+  uint64_t reassignments = 0;
+  uint64_t reassignments_refused = 0;
   bool final_read_done = false;
   bool replicas_checked = false;
   uint64_t replica_records_compared = 0;
@@ -695,10 +707,47 @@ io::Task<void> churner(io::Context* ctx, Shared* s) {
   }
 }
 
+// Partition reassignment: a partition of the checked topic moved to two
+// or three of the nodes, in a random order (its preferred leader first),
+// or its ongoing reassignment cancelled. What it checks is done elsewhere:
+// no acknowledged record lost (the final read), replicas agreeing (the
+// replica check), every partition writable after the heal (liveness), no
+// directory left on a node that is no longer a replica.
+io::Task<void> reassigner(io::Context* ctx, Shared* s) {
+  client::Cluster admin(*ctx, client_options(s, "reassigner"));
+  while (s->writing) {
+    co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 500ms, 5s));
+    if (!s->writing) break;
+    const client::TopicPartition tp(std::string(kTopic),
+                                    static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(s->config.partitions))));
+    std::optional<std::vector<int32_t>> target;
+    if (ctx->random().uniform(5) != 0) {
+      std::vector<int32_t> nodes;
+      for (int32_t id = 1; id <= s->config.nodes; ++id) nodes.push_back(id);
+      for (size_t i = nodes.size() - 1; i > 0; --i) std::swap(nodes[i], nodes[ctx->random().uniform(i + 1)]);
+      nodes.resize(static_cast<size_t>(ctx->random().uniform_range(s->config.min_insync, s->config.nodes)));
+      target = std::move(nodes);
+    }
+    std::map<client::TopicPartition, std::optional<std::vector<int32_t>>> targets;
+    targets.emplace(tp, std::move(target));
+    absl::StatusOr<std::map<client::TopicPartition, absl::Status>> done =
+        co_await client::alter_partition_reassignments(admin, std::move(targets));
+    if (!done.ok()) continue;
+    for (const auto& [_, status] : *done) {
+      if (status.ok()) {
+        ++s->reassignments;
+      } else {
+        ++s->reassignments_refused;
+      }
+    }
+  }
+}
+
 io::Task<void> client_main(io::Context* ctx, Shared* s) {
   io::TaskScope tasks(ctx->executor());
   for (int i = 0; i < s->config.writers; ++i) tasks.spawn(writer(ctx, s, i));
   if (s->config.churn) tasks.spawn(churner(ctx, s));
+  if (s->config.reassigning()) tasks.spawn(reassigner(ctx, s));
   co_await reader(ctx, s);
 }
 
@@ -887,14 +936,15 @@ io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
   s->replicas_checked = true;
 }
 
-// The churn topics' directories on server node `index` that no partition
-// of that node's broker stands for (a topic deleted, its directory kept).
+// The churn topics' (and the checked topic's) directories on server node
+// `index` that no partition of that node's broker stands for (a topic
+// deleted, or a replica moved away, its directory kept).
 std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) {
   std::vector<std::string> out;
   const broker::Broker* b = s->running[index];
   if (b == nullptr) return out;  // down: the other checks say why
   for (const std::string& dir : node.disk().directories(DiskView::kCurrent)) {
-    if (!dir.starts_with(kChurnPrefix) || dir.find('/') != std::string::npos) continue;
+    if (!(dir.starts_with(kChurnPrefix) || dir.starts_with(kTopic)) || dir.find('/') != std::string::npos) continue;
     const std::optional<std::pair<std::string, int32_t>> key = broker::parse_partition_dir(dir);
     if (!key.has_value()) continue;
     const metadata::TopicImage* t = b->image().topics().topic(key->first);
@@ -981,8 +1031,9 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   }
 
   // Every node back after the power loss, and the image it holds: no
-  // directory of a churned topic that is gone (or not on this node).
-  if (config.churn) {
+  // directory of a churned topic that is gone, or of a partition that is
+  // not on this node.
+  if (config.churn || config.reassigning()) {
     auto strays = [&] {
       std::vector<std::string> out;
       for (size_t i = 0; i < servers.size(); ++i) {
@@ -994,7 +1045,7 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
     };
     world.run_until([&] { return strays().empty(); }, 30s);
     for (const std::string& stray : strays()) {
-      shared.violation(fmt::format("a directory of a deleted topic stays: {}", stray));
+      shared.violation(fmt::format("a directory of a deleted topic or a moved replica stays: {}", stray));
     }
   }
 
@@ -1023,14 +1074,15 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       "broker: records sent={} acked={} (offset unknown {}) failed={} produce-requests={} retries={} "
       "producer-ids={} fetches={} (incremental {}, session "
       "resets {}) records-read={} broker-starts={} replica-records-compared={} churn: created={} deleted={} "
-      "acked={} read={}; "
+      "acked={} read={}; reassignments={} (refused {}); "
       "faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
       "buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
       shared.broker_starts, shared.replica_records_compared, shared.churn_created, shared.churn_deleted,
-      shared.churn_records_acked, shared.churn_records_read, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
+      shared.churn_records_acked, shared.churn_records_read, shared.reassignments, shared.reassignments_refused,
+      faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
 }

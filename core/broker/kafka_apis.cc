@@ -58,6 +58,10 @@
 #include "net/kafka/messages/init_producer_id_response.h"
 #include "net/kafka/messages/list_offsets_request.h"
 #include "net/kafka/messages/list_offsets_response.h"
+#include "net/kafka/messages/alter_partition_reassignments_request.h"
+#include "net/kafka/messages/alter_partition_reassignments_response.h"
+#include "net/kafka/messages/list_partition_reassignments_request.h"
+#include "net/kafka/messages/list_partition_reassignments_response.h"
 #include "net/kafka/messages/sasl_authenticate_request.h"
 #include "net/kafka/messages/sasl_authenticate_response.h"
 #include "net/kafka/messages/sasl_handshake_request.h"
@@ -108,6 +112,8 @@ constexpr net::ApiSupport kBrokerApis[] = {
     {net::AlterConfigsRequest::kApiKey, 0, 2},
     {net::CreatePartitionsRequest::kApiKey, 0, 3},
     {net::ElectLeadersRequest::kApiKey, 0, 2},
+    {net::AlterPartitionReassignmentsRequest::kApiKey, 0, 0},
+    {net::ListPartitionReassignmentsRequest::kApiKey, 0, 0},
     {net::AlterClientQuotasRequest::kApiKey, 0, 1},
     {net::DescribeClientQuotasRequest::kApiKey, 0, 1},
     {net::DescribeUserScramCredentialsRequest::kApiKey, 0, 0},
@@ -263,6 +269,12 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::handle_request(net::RequestFra
       co_return co_await forward<net::CreatePartitionsRequest, net::CreatePartitionsResponse>(frame);
     case net::ElectLeadersRequest::kApiKey:
       co_return co_await forward<net::ElectLeadersRequest, net::ElectLeadersResponse>(frame);
+    case net::AlterPartitionReassignmentsRequest::kApiKey:
+      co_return co_await forward<net::AlterPartitionReassignmentsRequest, net::AlterPartitionReassignmentsResponse>(
+          frame);
+    case net::ListPartitionReassignmentsRequest::kApiKey:
+      co_return co_await forward<net::ListPartitionReassignmentsRequest, net::ListPartitionReassignmentsResponse>(
+          frame);
     case net::DescribeQuorumRequest::kApiKey:
       // (Answered by the metadata quorum's leader, the active controller.)
       co_return co_await forward<net::DescribeQuorumRequest, net::DescribeQuorumResponse>(frame);
@@ -671,10 +683,16 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
         out.error_message = std::string(appended.status().message());
         continue;
       }
+      if (p != appended_to) {
+        // Removed (a reassignment moved the replica away, the topic was
+        // deleted) while the append ran: the batch went with the log.
+        fail(net::Error::kNotLeaderOrFollower);
+        continue;
+      }
       const storage::AppendResult& r = *appended;
       out.log_start_offset = r.log_start_offset;
       if (!r.ok()) {
-        if (r.error == net::Error::kOutOfOrderSequenceNumber && p != nullptr && header.has_value() &&
+        if (r.error == net::Error::kOutOfOrderSequenceNumber && header.has_value() &&
             follows_refused(*p, *header)) {
           const Partition::RefusedBatch& refused = p->refused_batches[header->producer_id];
           fail(refused.error);
@@ -700,9 +718,9 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_produce(const net::RequestF
       }
       out.base_offset = r.first_offset;
       out.log_append_time_ms = r.log_append_time_ms;
-      if (p != nullptr && header.has_value()) forget_refused(*p, *header);
-      if (p != nullptr) maybe_advance_high_watermark(*p);
-      if (acks == -1 && p != nullptr) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
+      if (header.has_value()) forget_refused(*p, *header);
+      maybe_advance_high_watermark(*p);
+      if (acks == -1) pending.push_back(Pending{&out, p, r.last_offset + 1, leader_epoch});
     }
   }
   appended_.notify();

@@ -16,6 +16,15 @@
 // member stays in it (the replica most likely to hold every acknowledged
 // record), with no leader, until it is eligible again and leads.
 //
+// Reassignment (KIP-455, as Kafka's builder). While a partition is being
+// reassigned its replicas are the target's and the replicas leaving it
+// (`removing_replicas`), and `adding_replicas` are the target's new ones.
+// Any change completes the reassignment once every adding replica is in
+// the ISR and the ISR keeps a member without the removing ones: the
+// removing replicas leave the replicas and the ISR, both sets empty. A
+// change that takes a replica out of the replicas bumps the leader epoch
+// even when the leader stays, so the removed replica's fetches are fenced.
+//
 // A change that changes nothing gives no record. The record sets only what
 // changes; replaying it bumps the partition epoch, and the leader epoch when
 // the leader is set (core/metadata/image.h).
@@ -44,6 +53,11 @@ struct PartitionChangeRequest {
   std::optional<std::vector<int32_t>> target_isr;
   Election election = Election::kKeepCurrent;
   bool unclean_allowed = false;
+  // A reassignment's replicas, adding and removing replicas; nullopt keeps
+  // the current ones.
+  std::optional<std::vector<int32_t>> target_replicas;
+  std::optional<std::vector<int32_t>> target_adding;
+  std::optional<std::vector<int32_t>> target_removing;
 };
 
 // Whether a broker may lead or join the ISR.

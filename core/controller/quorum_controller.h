@@ -46,7 +46,8 @@
 // core/placement across unfenced brokers and racks, the ISR the unfenced
 // replicas), DeleteTopics (by name or id), CreatePartitions, AlterPartition
 // (the partition leader's ISR changes, checked against broker, leader and
-// partition epochs), leader election by core/controller/partition_change.h,
+// partition epochs), AlterPartitionReassignments and
+// ListPartitionReassignments, leader election by core/controller/partition_change.h,
 // ElectLeaders, and, every leader.imbalance.check.interval.seconds, the
 // leadership of partitions whose preferred replica is back in the ISR
 // moved back to it (auto.leader.rebalance.enable).
@@ -85,6 +86,8 @@
 #include "net/kafka/messages/alter_client_quotas_response.h"
 #include "net/kafka/messages/alter_configs_request.h"
 #include "net/kafka/messages/alter_configs_response.h"
+#include "net/kafka/messages/alter_partition_reassignments_request.h"
+#include "net/kafka/messages/alter_partition_reassignments_response.h"
 #include "net/kafka/messages/alter_partition_request.h"
 #include "net/kafka/messages/alter_partition_response.h"
 #include "net/kafka/messages/broker_heartbeat_request.h"
@@ -109,6 +112,8 @@
 #include "net/kafka/messages/envelope_response.h"
 #include "net/kafka/messages/incremental_alter_configs_request.h"
 #include "net/kafka/messages/incremental_alter_configs_response.h"
+#include "net/kafka/messages/list_partition_reassignments_request.h"
+#include "net/kafka/messages/list_partition_reassignments_response.h"
 #include "net/kafka/messages/unregister_broker_request.h"
 #include "net/kafka/messages/update_features_request.h"
 #include "net/kafka/messages/update_features_response.h"
@@ -206,6 +211,21 @@ class QuorumController final : public raft::RaftListener {
   // as asked.
   io::Task<net::ElectLeadersResponse> elect_leaders(net::ElectLeadersRequest request, int16_t version);
   io::Task<net::AlterPartitionResponse> alter_partition(net::AlterPartitionRequest request, int16_t version);
+  // AlterPartitionReassignments (KIP-455): a partition's new replicas (its
+  // target) or, null, the cancellation of its ongoing reassignment. The
+  // target's new replicas join the partition as adding replicas and the
+  // ones it drops stay as removing replicas until every adding replica is
+  // in the ISR (core/controller/partition_change.h completes it, on this
+  // request or on the leader's AlterPartition). A new target replaces an
+  // ongoing reassignment; a cancellation takes the adding replicas out
+  // (INVALID_REPLICA_ASSIGNMENT when that leaves no ISR member and unclean
+  // election is off; NO_REASSIGNMENT_IN_PROGRESS when there is none).
+  io::Task<net::AlterPartitionReassignmentsResponse> alter_partition_reassignments(
+      net::AlterPartitionReassignmentsRequest request);
+  // ListPartitionReassignments: the ongoing reassignments, of every
+  // partition (null topics) or of those listed.
+  io::Task<net::ListPartitionReassignmentsResponse> list_partition_reassignments(
+      net::ListPartitionReassignmentsRequest request);
   io::Task<net::AllocateProducerIdsResponse> allocate_producer_ids(net::AllocateProducerIdsRequest request);
   io::Task<net::IncrementalAlterConfigsResponse> incremental_alter_configs(
       net::IncrementalAlterConfigsRequest request);

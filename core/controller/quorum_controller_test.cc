@@ -550,6 +550,162 @@ TEST(QuorumController, AlterPartitionChecksEpochs) {
   EXPECT_EQ(h.image().topics().topic("t")->partitions.at(0).isr.size(), 2u);
 }
 
+// AlterPartitionReassignments for one partition (null `replicas`
+// cancels); the partition's error code and message.
+std::pair<int16_t, std::optional<std::string>> reassign(Harness& h, const std::string& topic, int32_t partition,
+                                                        std::optional<std::vector<int32_t>> replicas) {
+  net::AlterPartitionReassignmentsRequest r;
+  auto& t = r.topics.emplace_back();
+  t.name = topic;
+  auto& p = t.partitions.emplace_back();
+  p.partition_index = partition;
+  p.replicas = std::move(replicas);
+  net::AlterPartitionReassignmentsResponse resp = h.call(h.controller->alter_partition_reassignments(r));
+  EXPECT_EQ(resp.error_code, 0);
+  const auto& out = resp.responses.at(0).partitions.at(0);
+  return {out.error_code, out.error_message};
+}
+
+// ListPartitionReassignments of every partition: "topic-partition" to
+// (replicas, adding, removing).
+std::map<std::string, std::vector<std::vector<int32_t>>> ongoing(Harness& h) {
+  net::ListPartitionReassignmentsRequest r;
+  r.topics = std::nullopt;
+  net::ListPartitionReassignmentsResponse resp = h.call(h.controller->list_partition_reassignments(r));
+  EXPECT_EQ(resp.error_code, 0);
+  std::map<std::string, std::vector<std::vector<int32_t>>> out;
+  for (const auto& t : resp.topics) {
+    for (const auto& p : t.partitions) {
+      out[fmt::format("{}-{}", t.name, p.partition_index)] = {p.replicas, p.adding_replicas, p.removing_replicas};
+    }
+  }
+  return out;
+}
+
+TEST(QuorumController, ReassignsPartitions) {
+  Harness h;
+  const int64_t e1 = h.add_broker(1);
+  h.add_broker(2);
+  const int64_t e3 = h.add_broker(3);
+  h.add_broker(4);
+  net::CreateTopicsRequest create;
+  auto& ct = create.topics.emplace_back();
+  ct.name = "t";
+  ct.num_partitions = -1;
+  ct.replication_factor = -1;
+  for (int32_t i = 0; i < 2; ++i) {
+    auto& a = ct.assignments.emplace_back();
+    a.partition_index = i;
+    a.broker_ids = {1, 2};
+  }
+  ASSERT_EQ(h.call(h.controller->create_topics(create, 7)).topics.at(0).error_code, 0);
+  auto part = [&](int32_t i) { return h.image().topics().topic("t")->partitions.at(i); };
+  using V = std::vector<int32_t>;
+  ASSERT_EQ(part(0).leader, 1);
+  const int32_t epoch0 = part(0).leader_epoch;
+
+  // A move of replica 1 to 3: 3 joins as an adding replica, 1 stays as a
+  // removing one until 3 is in the ISR.
+  EXPECT_EQ(reassign(h, "t", 0, V{3, 2}).first, 0);
+  EXPECT_EQ(part(0).replicas, (V{3, 2, 1}));
+  EXPECT_EQ(part(0).adding_replicas, V{3});
+  EXPECT_EQ(part(0).removing_replicas, V{1});
+  EXPECT_EQ(part(0).isr, (V{1, 2}));
+  EXPECT_EQ(part(0).leader, 1);
+  EXPECT_EQ(part(0).leader_epoch, epoch0);
+  auto listed = ongoing(h);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed["t-0"], (std::vector<V>{{3, 2, 1}, {3}, {1}}));
+  // The leader's ISR expansion to 3 completes it: 1 leaves the replicas
+  // and the ISR, and a new leader is elected in the target's order.
+  ASSERT_EQ(h.set_isr("t", 0, 1, e1, {1, 2, 3}), 0);
+  EXPECT_EQ(part(0).replicas, (V{3, 2}));
+  EXPECT_TRUE(part(0).adding_replicas.empty());
+  EXPECT_TRUE(part(0).removing_replicas.empty());
+  EXPECT_EQ(part(0).isr, (V{2, 3}));
+  EXPECT_EQ(part(0).leader, 3);
+  EXPECT_EQ(part(0).leader_epoch, epoch0 + 1);
+  EXPECT_TRUE(ongoing(h).empty());
+
+  // Dropping a follower completes at once; the leader stays, in a new
+  // epoch that fences the removed replica.
+  EXPECT_EQ(reassign(h, "t", 0, V{3}).first, 0);
+  EXPECT_EQ(part(0).replicas, V{3});
+  EXPECT_EQ(part(0).isr, V{3});
+  EXPECT_EQ(part(0).leader, 3);
+  EXPECT_EQ(part(0).leader_epoch, epoch0 + 2);
+  // The same replicas again change nothing.
+  const int32_t partition_epoch = part(0).partition_epoch;
+  EXPECT_EQ(reassign(h, "t", 0, V{3}).first, 0);
+  EXPECT_EQ(part(0).partition_epoch, partition_epoch);
+
+  // Dropping the leader moves leadership.
+  EXPECT_EQ(reassign(h, "t", 1, V{2}).first, 0);
+  EXPECT_EQ(part(1).replicas, V{2});
+  EXPECT_EQ(part(1).leader, 2);
+  // Growing keeps the leader and its epoch; a cancellation takes the
+  // adding replicas out again.
+  const int32_t epoch1 = part(1).leader_epoch;
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 4, 3}).first, 0);
+  EXPECT_EQ(part(1).replicas, (V{2, 4, 3}));
+  EXPECT_EQ(part(1).adding_replicas, (V{4, 3}));
+  EXPECT_EQ(part(1).leader_epoch, epoch1);
+  EXPECT_EQ(reassign(h, "t", 1, std::nullopt).first, 0);
+  EXPECT_EQ(part(1).replicas, V{2});
+  EXPECT_TRUE(part(1).adding_replicas.empty());
+  EXPECT_EQ(part(1).isr, V{2});
+  EXPECT_EQ(part(1).leader, 2);
+  EXPECT_EQ(reassign(h, "t", 1, std::nullopt).first, net::code(net::Error::kNoReassignmentInProgress));
+  // A new target replaces an ongoing reassignment, measured from the
+  // replicas it has (as Kafka's controller does): 4, being added, is now
+  // removed, and a cancellation goes back to those replicas.
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 4}).first, 0);
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 3}).first, 0);
+  EXPECT_EQ(part(1).replicas, (V{2, 3, 4}));
+  EXPECT_EQ(part(1).adding_replicas, V{3});
+  EXPECT_EQ(part(1).removing_replicas, V{4});
+  EXPECT_EQ(reassign(h, "t", 1, std::nullopt).first, 0);
+  EXPECT_EQ(part(1).replicas, (V{2, 4}));
+  EXPECT_TRUE(part(1).adding_replicas.empty());
+  EXPECT_TRUE(part(1).removing_replicas.empty());
+  // A new target made only of replicas the partition has (3, being added,
+  // among them) completes at once: 3 is left to catch up as a follower.
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 4, 3}).first, 0);
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 3}).first, 0);
+  EXPECT_EQ(part(1).replicas, (V{2, 3}));
+  EXPECT_EQ(part(1).isr, V{2});
+  EXPECT_TRUE(ongoing(h).empty());
+
+  // Refusals, each with Kafka's message.
+  EXPECT_EQ(reassign(h, "nope", 0, V{1}),
+            std::make_pair(net::code(net::Error::kUnknownTopicOrPartition),
+                           std::optional<std::string>("Unable to find a topic named nope.")));
+  EXPECT_EQ(reassign(h, "t", 7, V{1}).first, net::code(net::Error::kUnknownTopicOrPartition));
+  EXPECT_EQ(reassign(h, "t", 1, V{}).first, net::code(net::Error::kInvalidReplicaAssignment));
+  EXPECT_EQ(reassign(h, "t", 1, V{2, 9}),
+            std::make_pair(net::code(net::Error::kInvalidReplicaAssignment),
+                           std::optional<std::string>("The manual partition assignment includes broker 9, "
+                                                      "but no such broker is registered.")));
+  EXPECT_EQ(reassign(h, "t", 1, V{3, 1, 3}).first, net::code(net::Error::kInvalidReplicaAssignment));
+  EXPECT_EQ(part(1).replicas, (V{2, 3}));
+
+  // Cancelling a reassignment whose ISR holds only adding replicas would
+  // need an unclean election.
+  EXPECT_EQ(reassign(h, "t", 0, V{1, 4}).first, 0);
+  EXPECT_EQ(part(0).replicas, (V{1, 4, 3}));
+  ASSERT_EQ(h.set_isr("t", 0, 3, e3, {3, 1}), 0);  // 4 is not in yet
+  EXPECT_EQ(part(0).adding_replicas, (V{1, 4}));
+  h.heartbeat(3, e3, /*want_shut_down=*/true);     // 3 leaves the ISR
+  EXPECT_EQ(part(0).isr, V{1});
+  EXPECT_EQ(part(0).leader, 1);
+  EXPECT_EQ(reassign(h, "t", 0, std::nullopt),
+            std::make_pair(net::code(net::Error::kInvalidReplicaAssignment),
+                           std::optional<std::string>("Unable to revert partition assignment for t:0 because it "
+                                                      "would require an unclean leader election.")));
+  EXPECT_EQ(part(0).replicas, (V{1, 4, 3}));
+  EXPECT_EQ(ongoing(h).size(), 1u);
+}
+
 TEST(QuorumController, ProducerIdBlocksDoNotOverlap) {
   Harness h;
   const int64_t e1 = h.add_broker(1);

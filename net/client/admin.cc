@@ -10,6 +10,8 @@
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/alter_user_scram_credentials_request.h"
 #include "net/kafka/messages/alter_user_scram_credentials_response.h"
+#include "net/kafka/messages/alter_partition_reassignments_request.h"
+#include "net/kafka/messages/alter_partition_reassignments_response.h"
 #include "net/kafka/messages/create_partitions_request.h"
 #include "net/kafka/messages/create_partitions_response.h"
 #include "net/kafka/messages/create_topics_request.h"
@@ -26,6 +28,8 @@
 #include "net/kafka/messages/incremental_alter_configs_response.h"
 #include "net/kafka/messages/list_offsets_request.h"
 #include "net/kafka/messages/list_offsets_response.h"
+#include "net/kafka/messages/list_partition_reassignments_request.h"
+#include "net/kafka/messages/list_partition_reassignments_response.h"
 #include "net/kafka/messages/metadata_response.h"
 
 namespace brook::client {
@@ -186,6 +190,75 @@ io::Task<absl::StatusOr<std::map<std::string, absl::Status>>> create_partitions(
     }
     counts = std::move(again);
     if (!counts.empty()) co_await clock.sleep_for(cluster.options().retry_backoff);
+  }
+  co_return out;
+}
+
+io::Task<absl::StatusOr<std::map<TopicPartition, absl::Status>>> alter_partition_reassignments(
+    Cluster& cluster, std::map<TopicPartition, std::optional<std::vector<int32_t>>> targets) {
+  const io::Clock& clock = cluster.context().clock();
+  const io::Instant deadline = clock.now() + cluster.options().request_timeout;
+  std::map<TopicPartition, absl::Status> out;
+  while (!targets.empty()) {
+    net::AlterPartitionReassignmentsRequest r;
+    r.timeout_ms = timeout_ms(cluster);
+    for (const auto& [tp, replicas] : targets) {
+      if (r.topics.empty() || r.topics.back().name != tp.topic) r.topics.emplace_back().name = tp.topic;
+      auto& p = r.topics.back().partitions.emplace_back();
+      p.partition_index = tp.partition;
+      p.replicas = replicas;
+    }
+    absl::StatusOr<net::AlterPartitionReassignmentsResponse> resp =
+        co_await call_any<net::AlterPartitionReassignmentsResponse>(cluster, r, 0, deadline);
+    if (!resp.ok()) co_return resp.status();
+    if (resp->error_code != 0) co_return item_status(resp->error_code, resp->error_message);
+    std::map<TopicPartition, std::optional<std::vector<int32_t>>> again;
+    for (auto& [tp, replicas] : targets) {
+      const net::AlterPartitionReassignmentsResponse::ReassignablePartitionResponse* result = nullptr;
+      for (const auto& t : resp->responses) {
+        for (const auto& p : t.partitions) {
+          if (t.name == tp.topic && p.partition_index == tp.partition) result = &p;
+        }
+      }
+      if (result == nullptr) {
+        out[tp] = absl::DataLossError("the answer left the partition out");
+      } else if (retry_item(result->error_code) && clock.now() + cluster.options().retry_backoff < deadline) {
+        again.emplace(tp, std::move(replicas));
+      } else {
+        out[tp] = item_status(result->error_code, result->error_message);
+      }
+    }
+    targets = std::move(again);
+    if (!targets.empty()) co_await clock.sleep_for(cluster.options().retry_backoff);
+  }
+  co_return out;
+}
+
+io::Task<absl::StatusOr<std::map<TopicPartition, OngoingReassignment>>> list_partition_reassignments(
+    Cluster& cluster, std::vector<TopicPartition> partitions) {
+  const io::Instant deadline = cluster.context().clock().now() + cluster.options().request_timeout;
+  net::ListPartitionReassignmentsRequest r;
+  r.timeout_ms = timeout_ms(cluster);
+  if (partitions.empty()) {
+    r.topics = std::nullopt;
+  } else {
+    r.topics.emplace();
+    std::sort(partitions.begin(), partitions.end());
+    for (const TopicPartition& tp : partitions) {
+      if (r.topics->empty() || r.topics->back().name != tp.topic) r.topics->emplace_back().name = tp.topic;
+      r.topics->back().partition_indexes.push_back(tp.partition);
+    }
+  }
+  absl::StatusOr<net::ListPartitionReassignmentsResponse> resp =
+      co_await call_any<net::ListPartitionReassignmentsResponse>(cluster, r, 0, deadline);
+  if (!resp.ok()) co_return resp.status();
+  if (resp->error_code != 0) co_return item_status(resp->error_code, resp->error_message);
+  std::map<TopicPartition, OngoingReassignment> out;
+  for (const auto& t : resp->topics) {
+    for (const auto& p : t.partitions) {
+      out[TopicPartition(t.name, p.partition_index)] =
+          OngoingReassignment{.replicas = p.replicas, .adding = p.adding_replicas, .removing = p.removing_replicas};
+    }
   }
   co_return out;
 }

@@ -2,8 +2,8 @@
 //
 // Admin operations on a Cluster, as Kafka's Admin client offers them:
 // topics (create, delete, add partitions, describe), configs (describe,
-// incremental alter), offsets (list by time, delete records), SCRAM
-// credentials (describe, alter). Requests that
+// incremental alter), offsets (list by time, delete records), partition
+// reassignments (alter, cancel, list), SCRAM credentials (describe, alter). Requests that
 // the controller decides go to any broker, which forwards them; a
 // retriable answer (NOT_CONTROLLER, a broker going away) is retried until
 // the request timeout. Per-item outcomes come back per item.
@@ -112,6 +112,22 @@ io::Task<std::map<TopicPartition, absl::StatusOr<ListedOffset>>> list_offsets(
 // the high watermark). The new low watermark per partition.
 io::Task<std::map<TopicPartition, absl::StatusOr<int64_t>>> delete_records(Cluster& cluster,
                                                                            std::map<TopicPartition, int64_t> offsets);
+
+// AlterPartitionReassignments: each partition's target replicas, or
+// nullopt to cancel its ongoing reassignment; the outcome per partition.
+io::Task<absl::StatusOr<std::map<TopicPartition, absl::Status>>> alter_partition_reassignments(
+    Cluster& cluster, std::map<TopicPartition, std::optional<std::vector<int32_t>>> targets);
+
+struct OngoingReassignment {
+  std::vector<int32_t> replicas;
+  std::vector<int32_t> adding;
+  std::vector<int32_t> removing;
+  friend bool operator==(const OngoingReassignment&, const OngoingReassignment&) = default;
+};
+// ListPartitionReassignments: the ongoing reassignments among `partitions`
+// (of every partition when empty).
+io::Task<absl::StatusOr<std::map<TopicPartition, OngoingReassignment>>> list_partition_reassignments(
+    Cluster& cluster, std::vector<TopicPartition> partitions);
 
 // AlterUserScramCredentials: the outcome per user (a user may be altered
 // once per call).
