@@ -24,6 +24,7 @@ void usage() {
                "  consume     print the records of a topic\n"
                "  groups      list, describe and delete consumer groups; reset their offsets\n"
                "  transactions  list and describe transactions; describe a partition's producers\n"
+               "  reassign-partitions  move partitions' replicas; verify, cancel and list reassignments\n"
                "  perf        producer and consumer throughput and latency (perf produce|consume)\n"
                "  format      write meta.properties into a data directory\n"
                "  random-uuid print a new cluster id\n");
@@ -51,6 +52,7 @@ int main(int argc, char** argv) {
   if (command == "perf") return brook::tools::perf_main(args);
   if (command == "groups") return brook::tools::groups_main(args);
   if (command == "transactions") return brook::tools::transactions_main(args);
+  if (command == "reassign-partitions") return brook::tools::reassign_partitions_main(args);
   if (command == "random-uuid") return brook::tools::random_uuid_main(args);
   if (command == "help" || command == "--help" || command == "-h") {
     usage();

@@ -17,6 +17,8 @@
 //         [--consumer.config F]
 //   brook configs --bootstrap-server H:P [--command-config F] --describe --entity-type users|topics|brokers
 //         [--entity-name N] | --alter --entity-type E --entity-name N [--add-config K=V,...] [--delete-config K,...]
+//   brook reassign-partitions --bootstrap-server H:P [--command-config F]
+//         --execute | --verify | --cancel --reassignment-json-file F | --list
 //   brook perf produce --bootstrap-server H:P --topic T --num-records N --record-size S
 //         [--throughput RECORDS_PER_S] [--producer-props K=V ...]
 //   brook perf consume --bootstrap-server H:P --topic T --messages N [--timeout-ms MS]
@@ -64,6 +66,7 @@
 #include "net/kafka/errors.h"
 #include "tools/client_tool.h"
 #include "tools/commands.h"
+#include "tools/json.h"
 
 namespace brook::tools {
 
@@ -1519,3 +1522,230 @@ int configs_main(Args args) {
 
 }  // namespace brook::tools
 
+
+// ---------------------------------------------------------------------------
+// brook reassign-partitions
+
+namespace brook::tools {
+
+namespace {
+
+constexpr std::string_view kReassignUsage =
+    "brook reassign-partitions --bootstrap-server H:P [--command-config F]\n"
+    "       --execute | --verify | --cancel --reassignment-json-file F\n"
+    "       | --list\n"
+    "       (the file: {\"version\":1,\"partitions\":[{\"topic\":\"T\",\"partition\":P,\"replicas\":[B,...]},...]})";
+
+using Plan = std::map<client::TopicPartition, std::vector<int32_t>>;
+
+struct ReassignArgs {
+  client::ClientOptions client;
+  std::string action;  // execute, verify, cancel, list
+  std::string file;
+  Plan plan;
+};
+
+// The partitions and replicas of a reassignment file (Kafka's format:
+// version 1; "log_dirs", when given, may only say "any").
+absl::StatusOr<Plan> read_plan(const std::string& path) {
+  absl::StatusOr<std::string> text = read_whole_file(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<JsonValue> root = parse_json(*text);
+  if (!root.ok()) return absl::InvalidArgumentError(fmt::format("{}: {}", path, std::string(root.status().message())));
+  auto bad = [&](std::string_view why) { return absl::InvalidArgumentError(fmt::format("{}: {}", path, why)); };
+  if (root->kind != JsonValue::Kind::kObject) return bad("not a JSON object");
+  const JsonValue* version = root->field("version");
+  if (version == nullptr || version->integer() != 1) return bad("\"version\" must be 1");
+  const JsonValue* partitions = root->field("partitions");
+  if (partitions == nullptr || partitions->kind != JsonValue::Kind::kArray) return bad("no \"partitions\" array");
+  Plan plan;
+  for (const JsonValue& p : partitions->items) {
+    const JsonValue* topic = p.field("topic");
+    const JsonValue* partition = p.field("partition");
+    const JsonValue* replicas = p.field("replicas");
+    if (topic == nullptr || topic->kind != JsonValue::Kind::kString || partition == nullptr ||
+        partition->integer().value_or(-1) < 0 || *partition->integer() > INT32_MAX || replicas == nullptr ||
+        replicas->kind != JsonValue::Kind::kArray) {
+      return bad("each partition needs \"topic\", \"partition\" and \"replicas\"");
+    }
+    std::vector<int32_t> ids;
+    for (const JsonValue& r : replicas->items) {
+      if (r.integer().value_or(-1) < 0 || *r.integer() > INT32_MAX) return bad("replicas are broker ids");
+      ids.push_back(static_cast<int32_t>(*r.integer()));
+    }
+    if (const JsonValue* dirs = p.field("log_dirs")) {
+      if (dirs->kind != JsonValue::Kind::kArray || dirs->items.size() != ids.size()) {
+        return bad("\"log_dirs\" must name one directory per replica");
+      }
+      for (const JsonValue& d : dirs->items) {
+        if (d.kind != JsonValue::Kind::kString || d.text != "any") return bad("log directories other than \"any\" are not supported");
+      }
+    }
+    const client::TopicPartition tp(topic->text, static_cast<int32_t>(*partition->integer()));
+    if (!plan.emplace(tp, std::move(ids)).second) {
+      return bad(fmt::format("partition {}-{} is listed twice", tp.topic, tp.partition));
+    }
+  }
+  if (plan.empty()) return bad("no partitions to reassign");
+  return plan;
+}
+
+std::string partition_name(const client::TopicPartition& tp) { return fmt::format("{}-{}", tp.topic, tp.partition); }
+
+// A plan in the file's format (topic names need no escaping).
+std::string plan_json(const Plan& plan) {
+  std::vector<std::string> parts;
+  for (const auto& [tp, replicas] : plan) {
+    std::vector<std::string> dirs(replicas.size(), "\"any\"");
+    parts.push_back(fmt::format("{{\"topic\":\"{}\",\"partition\":{},\"replicas\":[{}],\"log_dirs\":[{}]}}", tp.topic,
+                                tp.partition, fmt::join(replicas, ","), fmt::join(dirs, ",")));
+  }
+  return fmt::format("{{\"version\":1,\"partitions\":[{}]}}", fmt::join(parts, ","));
+}
+
+io::Task<int> reassign_run(io::Context& ctx, const ReassignArgs* a) {
+  client::Cluster cluster(ctx, a->client);
+  auto fail = [](const absl::Status& s) {
+    std::fprintf(stderr, "Error: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  if (a->action == "list") {
+    absl::StatusOr<std::map<client::TopicPartition, client::OngoingReassignment>> ongoing =
+        co_await client::list_partition_reassignments(cluster, {});
+    if (!ongoing.ok()) co_return fail(ongoing.status());
+    if (ongoing->empty()) {
+      std::printf("No partition reassignments found.\n");
+      co_return 0;
+    }
+    std::printf("Current partition reassignments:\n");
+    for (const auto& [tp, r] : *ongoing) {
+      std::string line = fmt::format("{}: replicas: {}.", partition_name(tp), fmt::join(r.replicas, ","));
+      if (!r.adding.empty()) line += fmt::format(" adding: {}.", fmt::join(r.adding, ","));
+      if (!r.removing.empty()) line += fmt::format(" removing: {}.", fmt::join(r.removing, ","));
+      std::printf("%s\n", line.c_str());
+    }
+    co_return 0;
+  }
+  // The plan's partitions as they are now.
+  std::set<std::string> names;
+  for (const auto& [tp, _] : a->plan) names.insert(tp.topic);
+  absl::StatusOr<std::vector<client::TopicInfo>> topics =
+      co_await client::describe_topics(cluster, std::vector<std::string>(names.begin(), names.end()));
+  if (!topics.ok()) co_return fail(topics.status());
+  Plan current;
+  for (const client::TopicInfo& t : *topics) {
+    if (t.error_code != 0) co_return fail(client::error_status(t.error_code, fmt::format("topic {}", t.name)));
+    for (const client::PartitionInfo& p : t.partitions) {
+      const client::TopicPartition tp(t.name, p.partition);
+      if (a->plan.contains(tp)) current[tp] = p.replicas;
+    }
+  }
+  for (const auto& [tp, _] : a->plan) {
+    if (!current.contains(tp)) co_return fail(absl::NotFoundError(fmt::format("partition {} does not exist", partition_name(tp))));
+  }
+  std::vector<client::TopicPartition> partitions;
+  for (const auto& [tp, _] : a->plan) partitions.push_back(tp);
+  if (a->action == "verify") {
+    absl::StatusOr<std::map<client::TopicPartition, client::OngoingReassignment>> ongoing =
+        co_await client::list_partition_reassignments(cluster, partitions);
+    if (!ongoing.ok()) co_return fail(ongoing.status());
+    std::printf("Status of partition reassignment:\n");
+    for (const auto& [tp, target] : a->plan) {
+      if (ongoing->contains(tp)) {
+        std::printf("Reassignment of partition %s is still in progress.\n", partition_name(tp).c_str());
+      } else if (current[tp] == target) {
+        std::printf("Reassignment of partition %s is completed.\n", partition_name(tp).c_str());
+      } else {
+        std::printf("There is no active reassignment of partition %s, but replica set is %s rather than %s.\n",
+                    partition_name(tp).c_str(), fmt::format("{}", fmt::join(current[tp], ",")).c_str(),
+                    fmt::format("{}", fmt::join(target, ",")).c_str());
+      }
+    }
+    co_return 0;
+  }
+  std::map<client::TopicPartition, std::optional<std::vector<int32_t>>> targets;
+  for (const auto& [tp, replicas] : a->plan) {
+    targets.emplace(tp, a->action == "execute" ? std::optional<std::vector<int32_t>>(replicas) : std::nullopt);
+  }
+  if (a->action == "execute") {
+    std::printf("Current partition replica assignment\n\n%s\n\nSave this to use as the --reassignment-json-file "
+                "option during rollback\n", plan_json(current).c_str());
+  }
+  absl::StatusOr<std::map<client::TopicPartition, absl::Status>> done =
+      co_await client::alter_partition_reassignments(cluster, std::move(targets));
+  if (!done.ok()) co_return fail(done.status());
+  std::vector<std::string> ok;
+  std::vector<std::string> errors;
+  for (const auto& [tp, status] : *done) {
+    if (status.ok()) {
+      ok.push_back(partition_name(tp));
+    } else if (a->action == "cancel" && absl::StrContains(status.message(), "NO_REASSIGNMENT_IN_PROGRESS")) {
+      continue;  // nothing to cancel there
+    } else {
+      errors.push_back(fmt::format("{}: {}", partition_name(tp), status.ToString()));
+    }
+  }
+  if (a->action == "execute" && !ok.empty()) {
+    std::printf("Successfully started partition reassignment%s for %s\n", ok.size() == 1 ? "" : "s",
+                absl::StrJoin(ok, ",").c_str());
+  } else if (a->action == "cancel") {
+    if (ok.empty()) {
+      std::printf("None of the specified partition reassignments are active.\n");
+    } else {
+      std::printf("Successfully cancelled partition reassignment%s for: %s\n", ok.size() == 1 ? "" : "s",
+                  absl::StrJoin(ok, ",").c_str());
+    }
+  }
+  if (!errors.empty()) {
+    std::fprintf(stderr, "Error reassigning partition(s):\n%s\n", absl::StrJoin(errors, "\n").c_str());
+    co_return 1;
+  }
+  co_return 0;
+}
+
+}  // namespace
+
+int reassign_partitions_main(Args args) {
+  ReassignArgs a;
+  std::string unused_topic;
+  CommonArgs common{&a.client, &unused_topic, nullptr};
+  absl::Status parsed = walk_options(
+      args, {"--execute", "--verify", "--cancel", "--list"},
+      [&](std::string_view name, std::string_view value) -> absl::Status {
+        bool handled = false;
+        if (absl::Status s = common.take(name, value, &handled); handled) return s;
+        if (name == "--execute" || name == "--verify" || name == "--cancel" || name == "--list") {
+          if (!a.action.empty()) return absl::InvalidArgumentError("one of --execute, --verify, --cancel, --list");
+          a.action = std::string(name.substr(2));
+        } else if (name == "--reassignment-json-file") {
+          a.file = std::string(value);
+        } else {
+          return bad_option(name, value);
+        }
+        return absl::OkStatus();
+      });
+  if (parsed.ok()) parsed = finish_client_options(&a.client);
+  if (!parsed.ok()) {
+    fail_usage("reassign-partitions", std::string(parsed.message()), kReassignUsage);
+    return 2;
+  }
+  if (!common.have_bootstrap || a.action.empty()) {
+    fail_usage("reassign-partitions", "--bootstrap-server and an action are required", kReassignUsage);
+    return 2;
+  }
+  if (a.action != "list") {
+    if (a.file.empty()) {
+      fail_usage("reassign-partitions", fmt::format("--{} needs --reassignment-json-file", a.action), kReassignUsage);
+      return 2;
+    }
+    absl::StatusOr<Plan> plan = read_plan(a.file);
+    if (!plan.ok()) {
+      fail_usage("reassign-partitions", std::string(plan.status().message()), kReassignUsage);
+      return 2;
+    }
+    a.plan = *std::move(plan);
+  }
+  return run_client_tool("reassign-partitions", [&a](io::Context& ctx) { return reassign_run(ctx, &a); });
+}
+
+}  // namespace brook::tools

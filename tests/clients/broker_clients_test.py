@@ -975,6 +975,7 @@ def cluster_checks(work):
         check("cluster: committed offsets survive the coordinator's death (no message read again)",
               sorted(second) == sorted(f"late-{i}" for i in range(100)), f"{len(second)} read: {second[:3]}")
         brokers[coordinator].start()
+        reassignment_checks(work, brokers, bootstrap)
     except BaseException:
         for proc in procs:
             if os.path.exists(proc.log):
@@ -987,6 +988,97 @@ def cluster_checks(work):
                 proc.stop()
             except Exception as e:
                 print(f"stopping {proc.log}: {e}")
+
+
+def reassignment_checks(work, brokers, bootstrap):
+    """`brook reassign-partitions` moves a partition of one replica on one
+    broker to two others while it is read and written: every message is
+    there afterwards, the old broker's copy is deleted, and --verify,
+    --list and --cancel say what Kafka's tool says."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = "moved"
+    for f in admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[4]])]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2})
+    acked = []
+    failed = []
+
+    def cb(err, msg):
+        (acked if err is None else failed).append(msg.value().decode() if err is None else str(err))
+
+    def produce(first, count):
+        for i in range(first, first + count):
+            p.produce(topic, value=f"r{i}".encode(), on_delivery=cb)
+            if i % 50 == 0:
+                p.poll(0)
+        return p.flush(60)
+
+    produce(0, 300)
+    plan = os.path.join(work, "plan.json")
+    with open(plan, "w") as f:
+        f.write('{"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [5, 6], '
+                '"log_dirs": ["any", "any"]}]}')
+
+    def tool(action, file=plan, ok=True):
+        cmd = [BROOK, "reassign-partitions", "--bootstrap-server", bootstrap, action]
+        if file is not None:
+            cmd += ["--reassignment-json-file", file]
+        r = subprocess.run(cmd, capture_output=True, timeout=60)
+        if ok and r.returncode != 0:
+            raise RuntimeError(f"{cmd} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
+        return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+    _, out, _ = tool("--execute")
+    check("reassign: --execute prints the current assignment for rollback and starts the move",
+          '{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[4],"log_dirs":["any"]}]}' in out
+          and "Successfully started partition reassignment for moved-0" in out, out)
+    remaining = produce(300, 300)  # written while the replicas move
+    deadline = time.time() + 60
+    status = ""
+    while time.time() < deadline:
+        status = tool("--verify")[1]
+        if "Reassignment of partition moved-0 is completed." in status:
+            break
+        time.sleep(0.2)
+    check("reassign: --verify reports the move completed", "is completed." in status, status)
+    check("reassign: every message written during the move acknowledged", remaining == 0 and not failed and
+          len(acked) == 600, f"{len(acked)} acked, {remaining} in flight, errors {failed[:3]}")
+    meta = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    check("reassign: the partition lives on brokers 5 and 6", sorted(meta.replicas) == [5, 6] and
+          sorted(meta.isrs) == [5, 6] and meta.leader in (5, 6), f"{meta.replicas} {meta.isrs} {meta.leader}")
+    gone = os.path.join(brokers[4].data_dir, "moved-0")
+    deadline = time.time() + 20
+    while os.path.exists(gone) and time.time() < deadline:
+        time.sleep(0.1)
+    check("reassign: the old broker deleted its copy", not os.path.exists(gone), gone)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.time() + 30
+    while len(got) < 600 and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    c.close()
+    check("reassign: every message read back once from the new replicas", sorted(got) == sorted(acked),
+          f"{len(got)} read, {len(set(got))} distinct")
+    check("reassign: --list finds none in progress", tool("--list", file=None)[1].strip() ==
+          "No partition reassignments found.")
+    check("reassign: --cancel with none in progress", "None of the specified partition reassignments are active."
+          in tool("--cancel")[1])
+    bad = os.path.join(work, "bad-plan.json")
+    with open(bad, "w") as f:
+        f.write('{"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [5, 9]}]}')
+    code, _, err = tool("--execute", file=bad, ok=False)
+    check("reassign: an unregistered broker is refused", code == 1 and "INVALID_REPLICA_ASSIGNMENT" in err, err)
+    with open(bad, "w") as f:
+        f.write('{"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [5, ')
+    code, _, err = tool("--execute", file=bad, ok=False)
+    check("reassign: a malformed plan is a usage error", code == 2 and "JSON" in err, err)
 
 
 def find_coordinator(server, port, group):
