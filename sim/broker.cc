@@ -1009,9 +1009,8 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       shared.violation(fmt::format("node {}: a request took {} to be answered", i + 1, seconds(b->longest_answer())));
     }
     if (auto oldest = b->oldest_pending_request(); oldest.has_value() && oldest->second >= broker::kSlowRequest) {
-      shared.violation(fmt::format("node {}: request key={} correlation id {} from '{}' unanswered after {}", i + 1,
-                                   oldest->first.key, oldest->first.correlation_id, oldest->first.client_id,
-                                   seconds(oldest->second)));
+      shared.violation(
+          fmt::format("node {}: {} unanswered after {}", i + 1, oldest->first.describe(), seconds(oldest->second)));
     }
   }
 

@@ -79,14 +79,16 @@ struct Answer {
 };
 
 // One batch of one record of producer `producer_id` (epoch 0) at
-// `sequence`, to partition 0 of t at `broker`, acks=all.
-io::Task<Answer> produce(io::Context* ctx, io::Address broker, int64_t producer_id, int32_t sequence) {
+// `sequence`, to partition 0 of t at `broker`, acks=all, with the request
+// timeout `timeout`.
+io::Task<Answer> produce(io::Context* ctx, io::Address broker, int64_t producer_id, int32_t sequence,
+                         std::chrono::milliseconds timeout = 30s) {
   net::RecordBatchOptions o;
   o.producer_id = producer_id;
   o.producer_epoch = 0;
   o.base_sequence = sequence;
-  std::optional<net::ProduceResponse::PartitionProduceResponse> out =
-      co_await produce_one(ctx, std::move(broker), "t", 0, o, "v" + std::to_string(sequence), std::nullopt);
+  std::optional<net::ProduceResponse::PartitionProduceResponse> out = co_await produce_one(
+      ctx, std::move(broker), "t", 0, o, "v" + std::to_string(sequence), std::nullopt, timeout);
   Answer answer;
   if (out.has_value()) {
     answer.error = out->error_code;
@@ -126,10 +128,10 @@ struct DipOutcome {
   bool back_in_isr = false;
 };
 
-// produce(), and how long after `start` its answer came.
+// produce() of sequence 0, and how long after `start` its answer came.
 io::Task<Answer> timed_produce(io::Context* ctx, io::Address broker, int64_t producer_id, io::Instant start,
-                               io::Duration* took) {
-  Answer answer = co_await produce(ctx, std::move(broker), producer_id, 0);
+                               io::Duration* took, std::chrono::milliseconds timeout = 30s) {
+  Answer answer = co_await produce(ctx, std::move(broker), producer_id, 0, timeout);
   *took = ctx->clock().now() - start;
   co_return answer;
 }
@@ -251,15 +253,8 @@ TEST(ProduceAcks, ARequestWaitingPastTheSlowLimitIsLogged) {
     }
     out.leader = dip->leader;
     // No follower comes back, so the Produce waits its whole timeout, 90 s.
-    const io::Instant start = ctx.clock().now();
-    net::RecordBatchOptions o;
-    o.producer_id = dip->producer_id;
-    o.producer_epoch = 0;
-    o.base_sequence = 0;
-    std::optional<net::ProduceResponse::PartitionProduceResponse> answer =
-        co_await produce_one(&ctx, cluster.broker(out.leader), "t", 0, o, "v0", std::nullopt, 90s);
-    out.took = ctx.clock().now() - start;
-    if (answer.has_value()) out.answer = Answer{answer->error_code, answer->error_message.value_or("")};
+    out.answer =
+        co_await timed_produce(&ctx, cluster.broker(out.leader), dip->producer_id, ctx.clock().now(), &out.took, 90s);
     out.done = true;
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return out.done; }, 600s));

@@ -320,6 +320,8 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
     std::string client_id;
     io::Instant since{};
     bool reported = false;  // logged as slow
+    // "request key=K vV correlation id C from 'CLIENT'", for log lines.
+    std::string describe() const;
   };
   // The oldest of them and how long it has waited, if any (checkers).
   std::optional<std::pair<PendingRequest, io::Duration>> oldest_pending_request() const;

@@ -320,11 +320,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::answer(net::RequestFrame frame
   const io::Duration took = ctx_->clock().now() - since;
   longest_answer_ = std::max(longest_answer_, took);
   if (auto it = pending_requests_->find(id); it != pending_requests_->end() && it->second.reported) {
-    ctx_->log().warn("broker: request key={} v{} correlation id {} from '{}' answered after {} ms", key, version,
-                     correlation_id, it->second.client_id,
+    ctx_->log().warn("broker: {} answered after {} ms", it->second.describe(),
                      std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
   }
   co_return response;
+}
+
+std::string Broker::PendingRequest::describe() const {
+  return fmt::format("request key={} v{} correlation id {} from '{}'", key, version, correlation_id, client_id);
 }
 
 void Broker::report_slow_requests() {
@@ -334,8 +337,7 @@ void Broker::report_slow_requests() {
     if (now - r.since < kSlowRequest) break;
     if (r.reported) continue;
     r.reported = true;
-    ctx_->log().warn("broker: request key={} v{} correlation id {} from '{}' unanswered after {} ms", r.key, r.version,
-                     r.correlation_id, r.client_id,
+    ctx_->log().warn("broker: {} unanswered after {} ms", r.describe(),
                      std::chrono::duration_cast<std::chrono::milliseconds>(now - r.since).count());
   }
 }

@@ -93,6 +93,31 @@ class Server:
         return f"127.0.0.1:{self.port}"
 
 
+def three_nodes(work, name, cluster_id, listener="PLAINTEXT", extra=(), format_args=None):
+    """Three `brook server` processes, not started, each broker and
+    controller of one quorum (nodes 1-3, data in work/<name><n>/data),
+    listening on `listener` for clients and between brokers. With
+    `format_args`, each data directory is first formatted by `brook format`
+    with them; otherwise the servers format it with `cluster_id`."""
+    cports = {n: free_port() for n in (1, 2, 3)}
+    voters = "controller.quorum.voters=" + ",".join(f"{n}@127.0.0.1:{p}" for n, p in cports.items())
+    nodes = {}
+    for n in (1, 2, 3):
+        data = os.path.join(work, f"{name}{n}", "data")
+        os.makedirs(os.path.dirname(data), exist_ok=True)  # (the server log goes there)
+        if format_args is not None:
+            run([BROOK, "format", "--cluster-id", cluster_id, "--node-id", str(n), "--data-dir", data]
+                + list(format_args))
+        s = Server(data, name=f"{name}{n}")
+        s.args = ([] if format_args is not None else ["--cluster-id", cluster_id]) + [
+            "--override", "process.roles=broker,controller", "--override", f"node.id={n}", "--override", voters,
+            "--override", f"listeners={listener}://127.0.0.1:{s.port},CONTROLLER://127.0.0.1:{cports[n]}",
+            "--override", "broker.session.timeout.ms=3000", "--override", "replica.lag.time.max.ms=5000"
+        ] + list(extra)
+        nodes[n] = s
+    return nodes
+
+
 def run(cmd, input=None, timeout=60):
     r = subprocess.run(cmd, input=input, capture_output=True, timeout=timeout)
     if r.returncode != 0:

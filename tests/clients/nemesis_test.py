@@ -77,22 +77,9 @@ RATE = 2000
 
 def start_cluster(work):
     cluster_id = t.run([BROOK, "random-uuid"]).decode().strip()
-    cports = {n: t.free_port() for n in (1, 2, 3)}
-    voters = "controller.quorum.voters=" + ",".join(f"{n}@127.0.0.1:{p}" for n, p in cports.items())
-    nodes = {}
-    for n in (1, 2, 3):
-        port = t.free_port()
-        s = t.Server(os.path.join(work, f"n{n}"), name=f"n{n}", args=[
-            "--cluster-id", cluster_id, "--override", "process.roles=broker,controller",
-            "--override", f"node.id={n}",
-            "--override", f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cports[n]}",
-            "--override", voters, "--override", "broker.session.timeout.ms=3000",
-            "--override", "replica.lag.time.max.ms=5000",
-            "--override", "leader.imbalance.check.interval.seconds=5"])
-        s.port = port
-        nodes[n] = s
+    nodes = t.three_nodes(work, "n", cluster_id, extra=["--override", "leader.imbalance.check.interval.seconds=5"])
     for s in nodes.values():
-        s.start(wait_port=s.port)
+        s.start()
     return nodes
 
 

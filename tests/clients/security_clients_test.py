@@ -335,25 +335,15 @@ def scram_cluster_checks(work):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster_id = base.run([base.BROOK, "random-uuid"]).decode().strip()
-    cports = {n: base.free_port() for n in (1, 2, 3)}
-    voters = "controller.quorum.voters=" + ",".join(f"{n}@127.0.0.1:{p}" for n, p in cports.items())
     jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" '
             'password="b-secret";')
-    nodes = {}
-    for n in (1, 2, 3):
-        data = os.path.join(work, f"scram-cluster-{n}", "data")
-        base.run([base.BROOK, "format", "--cluster-id", cluster_id, "--node-id", str(n), "--data-dir", data,
-                  "--add-scram", "SCRAM-SHA-512=[name=broker,password=b-secret]",
-                  "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"])
-        s = base.Server(data, name=f"scram-cluster-{n}")
-        s.args = [
-            "--override", "process.roles=broker,controller", "--override", f"node.id={n}", "--override", voters,
-            "--override", f"listeners=SASL_PLAINTEXT://127.0.0.1:{s.port},CONTROLLER://127.0.0.1:{cports[n]}",
-            "--override", "sasl.enabled.mechanisms=SCRAM-SHA-512",
-            "--override", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
-            "--override", "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=" + jaas,
-            "--override", "broker.session.timeout.ms=3000", "--override", "replica.lag.time.max.ms=5000"]
-        nodes[n] = s
+    nodes = base.three_nodes(
+        work, "scram-cluster-", cluster_id, listener="SASL_PLAINTEXT",
+        format_args=["--add-scram", "SCRAM-SHA-512=[name=broker,password=b-secret]",
+                     "--add-scram", "SCRAM-SHA-512=[name=alice,password=alice-secret]"],
+        extra=["--override", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+               "--override", "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+               "--override", "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=" + jaas])
     try:
         for s in nodes.values():
             s.start()
