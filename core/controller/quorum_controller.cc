@@ -1018,8 +1018,10 @@ io::Task<net::CreatePartitionsResponse> QuorumController::create_partitions(
       fail(net::Error::kInvalidPartitions, fmt::format("Topic already has {} partition(s).", current));
     } else {
       const int32_t adding = t.count - current;
+      // (The replication factor a reassignment of the first partition is
+      // going to, not counting the replicas it removes.)
       const auto& first = topic->partitions.begin()->second;
-      const int16_t rf = static_cast<int16_t>(first.replicas.size());
+      const int16_t rf = static_cast<int16_t>(first.replicas.size() - first.removing_replicas.size());
       std::vector<std::vector<int32_t>> assignment;
       net::Error problem = net::Error::kNone;
       std::string message;

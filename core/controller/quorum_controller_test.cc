@@ -704,6 +704,15 @@ TEST(QuorumController, ReassignsPartitions) {
                                                       "would require an unclean leader election.")));
   EXPECT_EQ(part(0).replicas, (V{1, 4, 3}));
   EXPECT_EQ(ongoing(h).size(), 1u);
+  // New partitions take the replication factor the first partition is
+  // being reassigned to (2), not its replicas while it moves (3).
+  net::CreatePartitionsRequest cp;
+  auto& grow = cp.topics.emplace_back();
+  grow.name = "t";
+  grow.count = 3;
+  grow.assignments = std::nullopt;
+  ASSERT_EQ(h.call(h.controller->create_partitions(cp)).results.at(0).error_code, 0);
+  EXPECT_EQ(part(2).replicas.size(), 2u);
 }
 
 TEST(QuorumController, ProducerIdBlocksDoNotOverlap) {
