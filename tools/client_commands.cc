@@ -264,6 +264,18 @@ io::Task<int> topics_run(io::Context& ctx, const TopicsArgs* a) {
     std::fprintf(stderr, "brook topics: %s\n", topics.status().ToString().c_str());
     co_return 1;
   }
+  // Reassignments in progress, shown as Kafka's describe shows them (none
+  // when the cluster cannot list them).
+  std::vector<client::TopicPartition> described;
+  for (const client::TopicInfo& t : *topics) {
+    for (const client::PartitionInfo& p : t.partitions) described.emplace_back(t.name, p.partition);
+  }
+  std::map<client::TopicPartition, client::OngoingReassignment> moving;
+  if (!described.empty()) {
+    absl::StatusOr<std::map<client::TopicPartition, client::OngoingReassignment>> listed =
+        co_await client::list_partition_reassignments(cluster, described);
+    if (listed.ok()) moving = *std::move(listed);
+  }
   int code = 0;
   for (const client::TopicInfo& t : *topics) {
     if (t.error_code != 0) {
@@ -281,13 +293,23 @@ io::Task<int> topics_run(io::Context& ctx, const TopicsArgs* a) {
         if (e.source == 1) configs.push_back(fmt::format("{}={}", e.name, e.value.value_or("")));
       }
     }
-    const size_t rf = t.partitions.empty() ? 0 : t.partitions[0].replicas.size();
+    // (Of the first partition, without the replicas a reassignment removes.)
+    size_t rf = t.partitions.empty() ? 0 : t.partitions[0].replicas.size();
+    if (auto it = t.partitions.empty() ? moving.end() : moving.find({t.name, t.partitions[0].partition});
+        it != moving.end()) {
+      rf = it->second.replicas.size() - std::min(it->second.replicas.size(), it->second.removing.size());
+    }
     std::printf("Topic: %s\tTopicId: %s\tPartitionCount: %zu\tReplicationFactor: %zu\tConfigs: %s\n", t.name.c_str(),
                 t.id.to_string().c_str(), t.partitions.size(), rf, absl::StrJoin(configs, ",").c_str());
     for (const client::PartitionInfo& p : t.partitions) {
-      std::printf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n", t.name.c_str(), p.partition,
+      std::string extra;
+      if (auto it = moving.find({t.name, p.partition}); it != moving.end()) {
+        if (!it->second.adding.empty()) extra += "\tAdding Replicas: " + join_ids(it->second.adding);
+        if (!it->second.removing.empty()) extra += "\tRemoving Replicas: " + join_ids(it->second.removing);
+      }
+      std::printf("\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s%s\n", t.name.c_str(), p.partition,
                   p.leader >= 0 ? std::to_string(p.leader).c_str() : "none", join_ids(p.replicas).c_str(),
-                  join_ids(p.isr).c_str());
+                  join_ids(p.isr).c_str(), extra.c_str());
     }
   }
   co_return code;

@@ -238,12 +238,11 @@ struct Partition {
   // may have committed the proposal, and may elect any of its members.
   std::optional<std::vector<int32_t>> pending_isr;
   int32_t pending_isr_epoch = -1;
-  // When the controller last refused this leader's AlterPartition: the
-  // refusals (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH,
-  // INELIGIBLE_REPLICA, ...) say the controller holds a state this
-  // broker's metadata does not have yet. Asking again at once, at every
-  // follower fetch, is refused the same way; the next metadata update
-  // (which clears this) or kAlterPartitionRetryBackoff is waited for.
+  // When the controller last refused this leader's AlterPartition with
+  // INELIGIBLE_REPLICA (a replica fenced or shutting down that this
+  // broker's metadata still shows eligible): asking again at once, at
+  // every follower fetch, is refused the same way; the next metadata
+  // update (which clears this) or kAlterPartitionRetryBackoff is waited for.
   std::optional<io::Instant> alter_refused_at;
   int64_t leader_epoch_start_offset = 0;
   // As follower: the fetcher backs off until then after an error.

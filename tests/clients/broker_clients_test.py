@@ -1025,6 +1025,13 @@ def reassignment_checks(work, brokers, bootstrap):
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topic = "moved"
+
+    def all_brokers_serve():
+        deadline = time.time() + 30
+        while time.time() < deadline and set(admin.list_topics(timeout=10).brokers) != {4, 5, 6}:
+            time.sleep(0.2)
+
+    all_brokers_serve()  # (one was just restarted)
     for f in admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[4]])]).values():
         f.result(30)
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2})
@@ -1056,10 +1063,44 @@ def reassignment_checks(work, brokers, bootstrap):
             raise RuntimeError(f"{cmd} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
         return r.returncode, r.stdout.decode(), r.stderr.decode()
 
+    # With broker 6 stopped the move cannot complete: it shows as in
+    # progress, then is cancelled.
+    brokers[6].stop()
     _, out, _ = tool("--execute")
     check("reassign: --execute prints the current assignment for rollback and starts the move",
           '{"version":1,"partitions":[{"topic":"moved","partition":0,"replicas":[4],"log_dirs":["any"]}]}' in out
           and "Successfully started partition reassignment for moved-0" in out, out)
+    check("reassign: --verify while a new replica is down",
+          "Reassignment of partition moved-0 is still in progress." in tool("--verify")[1])
+    listed = tool("--list", file=None)[1]
+    check("reassign: --list shows the adding and removing replicas",
+          "moved-0: replicas: 5,6,4. adding: 5,6. removing: 4." in listed, listed)
+    deadline = time.time() + 20
+    while True:  # (until the broker asked has the reassignment's metadata)
+        described = run([BROOK, "topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic]).decode()
+        if "Replicas: 5,6,4" in described or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    check("reassign: brook topics --describe shows them too", "ReplicationFactor: 2" in described and
+          "Replicas: 5,6,4" in described and "Adding Replicas: 5,6\tRemoving Replicas: 4" in described, described)
+    check("reassign: --cancel", "Successfully cancelled partition reassignment for: moved-0" in tool("--cancel")[1])
+    deadline = time.time() + 20
+    while True:  # (until the broker asked has applied it)
+        meta = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        if meta.replicas == [4] or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    check("reassign: cancelled, the partition is back on broker 4", meta.replicas == [4] and meta.leader == 4,
+          f"{meta.replicas} {meta.leader}")
+    stray = os.path.join(brokers[5].data_dir, "moved-0")
+    deadline = time.time() + 20
+    while os.path.exists(stray) and time.time() < deadline:
+        time.sleep(0.1)
+    check("reassign: the replica the cancellation took out is deleted", not os.path.exists(stray), stray)
+    brokers[6].start()
+    all_brokers_serve()
+
+    tool("--execute")
     remaining = produce(300, 300)  # written while the replicas move
     deadline = time.time() + 60
     status = ""
@@ -1071,7 +1112,12 @@ def reassignment_checks(work, brokers, bootstrap):
     check("reassign: --verify reports the move completed", "is completed." in status, status)
     check("reassign: every message written during the move acknowledged", remaining == 0 and not failed and
           len(acked) == 600, f"{len(acked)} acked, {remaining} in flight, errors {failed[:3]}")
-    meta = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    deadline = time.time() + 20
+    while True:
+        meta = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        if sorted(meta.replicas) == [5, 6] and sorted(meta.isrs) == [5, 6] or time.time() > deadline:
+            break
+        time.sleep(0.2)
     check("reassign: the partition lives on brokers 5 and 6", sorted(meta.replicas) == [5, 6] and
           sorted(meta.isrs) == [5, 6] and meta.leader in (5, 6), f"{meta.replicas} {meta.isrs} {meta.leader}")
     gone = os.path.join(brokers[4].data_dir, "moved-0")
