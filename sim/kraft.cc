@@ -20,6 +20,8 @@
 #include "io/status.h"
 #include "net/kafka/messages/add_raft_voter_request.h"
 #include "net/kafka/messages/add_raft_voter_response.h"
+#include "net/kafka/messages/alter_partition_reassignments_request.h"
+#include "net/kafka/messages/alter_partition_reassignments_response.h"
 #include "net/kafka/messages/config_record.h"
 #include "net/kafka/messages/feature_level_record.h"
 #include "net/kafka/messages/partition_change_record.h"
@@ -200,6 +202,7 @@ struct KraftOracle {
   uint64_t producer_id_blocks = 0;
   uint64_t admin_requests = 0;
   uint64_t admin_ok = 0;
+  uint64_t reassignments = 0;
   uint64_t registrations = 0;
   uint64_t heartbeats = 0;
   uint64_t isr_changes = 0;
@@ -306,6 +309,26 @@ void check_controller_invariants(KraftOracle& o, int index, int64_t end, const m
       if (p.isr.empty()) bad("has an empty ISR");
       for (int32_t b : p.isr) {
         if (!replicas.contains(b)) bad("has an ISR member that is not a replica");
+      }
+      // A reassignment's adding and removing replicas are replicas, apart,
+      // and the adding ones not all in the ISR with a member that stays
+      // (it would have completed).
+      bool stays = false;
+      for (int32_t b : p.isr) stays = stays || std::find(p.removing_replicas.begin(), p.removing_replicas.end(), b) ==
+                                                   p.removing_replicas.end();
+      bool all_added = true;
+      for (int32_t b : p.adding_replicas) {
+        if (!replicas.contains(b)) bad("has an adding replica that is not a replica");
+        if (std::find(p.removing_replicas.begin(), p.removing_replicas.end(), b) != p.removing_replicas.end()) {
+          bad("has a replica both adding and removing");
+        }
+        all_added = all_added && std::find(p.isr.begin(), p.isr.end(), b) != p.isr.end();
+      }
+      for (int32_t b : p.removing_replicas) {
+        if (!replicas.contains(b)) bad("has a removing replica that is not a replica");
+      }
+      if ((!p.adding_replicas.empty() || !p.removing_replicas.empty()) && all_added && stays) {
+        bad("has a reassignment that should have completed");
       }
       if (p.leader_recovery_state != 0) bad("was elected uncleanly");
       if (p.leader == metadata::kNoLeader) continue;
@@ -889,6 +912,28 @@ io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checke
         std::optional<net::CreatePartitionsResponse> resp =
             co_await channel.call_items<net::CreatePartitionsResponse>(r, 3);
         ok = resp.has_value() && resp->results.size() == 1 && resp->results[0].error_code == 0;
+      } else if (pick < 76) {
+        // A reassignment of one partition to 1-3 of the brokers in a
+        // random order, or the cancellation of its ongoing one.
+        const metadata::TopicImage* topic = image.topics().topic(name);
+        net::AlterPartitionReassignmentsRequest r;
+        auto& rt = r.topics.emplace_back();
+        rt.name = name;
+        auto& rp = rt.partitions.emplace_back();
+        rp.partition_index = static_cast<int32_t>(ctx->random().uniform(topic->partitions.size()));
+        rp.replicas = std::nullopt;
+        if (!ctx->random().bernoulli(0.2)) {
+          std::vector<int32_t> ids;
+          for (const auto& [id, b] : image.cluster().brokers) ids.push_back(id);
+          for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[ctx->random().uniform(i)]);
+          ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(ctx->random().uniform_range(1, 3))));
+          if (!ids.empty()) rp.replicas = std::move(ids);
+        }
+        std::optional<net::AlterPartitionReassignmentsResponse> resp =
+            co_await channel.call_items<net::AlterPartitionReassignmentsResponse>(r, 0);
+        ok = resp.has_value() && resp->error_code == 0 && resp->responses.size() == 1 &&
+             resp->responses[0].partitions.size() == 1 && resp->responses[0].partitions[0].error_code == 0;
+        if (ok) ++s->oracle.reassignments;
       } else {
         net::IncrementalAlterConfigsRequest r;
         net::IncrementalAlterConfigsRequest::AlterConfigsResource res;
@@ -1409,8 +1454,10 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   const KraftOracle& o = shared.oracle;
   if (config.controller) {
     result.summary = fmt::format(
-        "controller: registrations={} heartbeats={} isr-changes={} producer-id-blocks={} admin={}/{} ok; ",
-        o.registrations, o.heartbeats, o.isr_changes, o.producer_id_blocks, o.admin_ok, o.admin_requests);
+        "controller: registrations={} heartbeats={} isr-changes={} producer-id-blocks={} admin={}/{} ok "
+        "(reassignments {}); ",
+        o.registrations, o.heartbeats, o.isr_changes, o.producer_id_blocks, o.admin_ok, o.admin_requests,
+        o.reassignments);
   }
   if (config.reconfig) {
     result.summary = fmt::format("reconfig: changes asked={} added={} removed={} port-moves={} final voters=[{}]; ",
