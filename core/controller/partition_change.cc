@@ -75,22 +75,16 @@ std::optional<net::PartitionChangeRecord> build_partition_change(
   record.topic_id = request.topic_id;
   record.partition_id = request.partition_id;
   bool changed = false;
-  if (replicas != current.replicas) {
-    record.replicas = replicas;
+  auto set = [&](std::optional<std::vector<int32_t>>& field, const std::vector<int32_t>& want,
+                 const std::vector<int32_t>& was) {
+    if (want == was) return;
+    field = want;
     changed = true;
-  }
-  if (adding != current.adding_replicas) {
-    record.adding_replicas = adding;
-    changed = true;
-  }
-  if (removing != current.removing_replicas) {
-    record.removing_replicas = removing;
-    changed = true;
-  }
-  if (isr != current.isr) {
-    record.isr = isr;
-    changed = true;
-  }
+  };
+  set(record.replicas, replicas, current.replicas);
+  set(record.adding_replicas, adding, current.adding_replicas);
+  set(record.removing_replicas, removing, current.removing_replicas);
+  set(record.isr, isr, current.isr);
   const bool replica_removed = std::any_of(current.replicas.begin(), current.replicas.end(),
                                            [&](int32_t r) { return !contains(replicas, r); });
   if (leader != current.leader || replica_removed) {

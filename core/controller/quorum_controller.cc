@@ -60,6 +60,17 @@ void refuse(Result& result) {
   result.error_message = std::string(kNotControllerMessage);
 }
 
+// Marks every item answered without error, in each topic's `items`, as
+// refused (the write holding them lost its epoch before it committed).
+template <typename Topic, typename Items>
+void refuse_done(std::vector<Topic>& topics, Items Topic::*items) {
+  for (Topic& t : topics) {
+    for (auto& item : t.*items) {
+      if (item.error_code == 0) refuse(item);
+    }
+  }
+}
+
 bool contains(const std::vector<int32_t>& v, int32_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -969,11 +980,7 @@ io::Task<net::ElectLeadersResponse> QuorumController::elect_leaders(net::ElectLe
   if (!active_now && !request.topic_partitions.has_value()) response.error_code = err(net::Error::kNotController);
   if (records.empty()) co_return response;
   if (!(co_await write(std::move(records), std::move(lock))).ok()) {
-    for (auto& t : response.replica_election_results) {
-      for (auto& r : t.partition_result) {
-        if (r.error_code == 0) refuse(r);
-      }
-    }
+    refuse_done(response.replica_election_results, &net::ElectLeadersResponse::ReplicaElectionResult::partition_result);
   }
   co_return response;
 }
@@ -1337,11 +1344,7 @@ io::Task<net::AlterPartitionReassignmentsResponse> QuorumController::alter_parti
   }
   if (records.empty()) co_return response;
   if (!(co_await write(std::move(records), std::move(lock))).ok()) {
-    for (auto& t : response.responses) {
-      for (auto& out : t.partitions) {
-        if (out.error_code == 0) refuse(out);
-      }
-    }
+    refuse_done(response.responses, &net::AlterPartitionReassignmentsResponse::ReassignableTopicResponse::partitions);
   }
   co_return response;
 }

@@ -125,6 +125,23 @@ def run(cmd, input=None, timeout=60):
     return r.stdout
 
 
+def read_partition(bootstrap, topic, want, timeout):
+    """Up to `want` values of partition 0 of `topic` from its start (until
+    `timeout` seconds pass), with confluent-kafka, in offset order."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.time() + timeout
+    while len(got) < want and time.time() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    c.close()
+    return got
+
+
 def check(name, cond, detail=""):
     if not cond:
         print(f"FAIL {name}: {detail}", flush=True)
@@ -732,7 +749,7 @@ def brook_tools_checks(server):
 
 def restart_checks(server):
     """Acknowledged data survives a graceful restart and a SIGKILL."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
 
     for how in [signal.SIGTERM, signal.SIGKILL]:
         topic = f"restart-{how.name}"
@@ -745,16 +762,7 @@ def restart_checks(server):
         check(f"acked before {how.name}", len(acked) == 1000, f"{len(acked)}")
         server.stop(how)
         server.start()
-        c = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "unused",
-                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
-        c.assign([TopicPartition(topic, 0, 0)])
-        seen = []
-        deadline = time.time() + 40
-        while len(seen) < 1000 and time.time() < deadline:
-            m = c.poll(1.0)
-            if m is not None and not m.error():
-                seen.append(m.value().decode())
-        c.close()
+        seen = read_partition(server.bootstrap, topic, 1000, 40)
         check(f"no acknowledged record lost across {how.name}", seen == [f"r-{i}" for i in range(1000)],
               f"{len(seen)} records")
 
@@ -1020,7 +1028,7 @@ def reassignment_checks(work, brokers, bootstrap):
     broker to two others while it is read and written: every message is
     there afterwards, the old broker's copy is deleted, and --verify,
     --list and --cancel say what Kafka's tool says."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -1125,16 +1133,7 @@ def reassignment_checks(work, brokers, bootstrap):
     while os.path.exists(gone) and time.time() < deadline:
         time.sleep(0.1)
     check("reassign: the old broker deleted its copy", not os.path.exists(gone), gone)
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got = []
-    deadline = time.time() + 30
-    while len(got) < 600 and time.time() < deadline:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            got.append(m.value().decode())
-    c.close()
+    got = read_partition(bootstrap, topic, 600, 30)
     check("reassign: every message read back once from the new replicas", sorted(got) == sorted(acked),
           f"{len(got)} read, {len(set(got))} distinct")
     check("reassign: --list finds none in progress", tool("--list", file=None)[1].strip() ==
