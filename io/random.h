@@ -6,7 +6,9 @@
 // from the operating system once at start-up.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "io/assert.h"
 
@@ -66,6 +68,16 @@ class Random {
   double unit() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
   bool bernoulli(double p) { return unit() < p; }
+
+  // Fisher-Yates over anything indexable, so a shuffle is the same on every
+  // standard library (std::shuffle's algorithm is unspecified).
+  template <typename Items>
+  void shuffle(Items& items) {
+    for (size_t i = items.size(); i > 1; --i) {
+      using std::swap;
+      swap(items[i - 1], items[uniform(i)]);
+    }
+  }
 
   // A fresh, independent stream (for giving a component its own generator).
   Random fork() { return Random(next_u64()); }

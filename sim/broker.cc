@@ -724,7 +724,7 @@ io::Task<void> reassigner(io::Context* ctx, Shared* s) {
     if (ctx->random().uniform(5) != 0) {
       std::vector<int32_t> nodes;
       for (int32_t id = 1; id <= s->config.nodes; ++id) nodes.push_back(id);
-      for (size_t i = nodes.size() - 1; i > 0; --i) std::swap(nodes[i], nodes[ctx->random().uniform(i + 1)]);
+      ctx->random().shuffle(nodes);
       nodes.resize(static_cast<size_t>(ctx->random().uniform_range(s->config.min_insync, s->config.nodes)));
       target = std::move(nodes);
     }

@@ -925,7 +925,7 @@ io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checke
         if (!ctx->random().bernoulli(0.2)) {
           std::vector<int32_t> ids;
           for (const auto& [id, b] : image.cluster().brokers) ids.push_back(id);
-          for (size_t i = ids.size(); i > 1; --i) std::swap(ids[i - 1], ids[ctx->random().uniform(i)]);
+          ctx->random().shuffle(ids);
           ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(ctx->random().uniform_range(1, 3))));
           if (!ids.empty()) rp.replicas = std::move(ids);
         }

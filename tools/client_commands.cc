@@ -1620,7 +1620,7 @@ std::string plan_json(const Plan& plan) {
   for (const auto& [tp, replicas] : plan) {
     std::vector<std::string> dirs(replicas.size(), "\"any\"");
     parts.push_back(fmt::format("{{\"topic\":\"{}\",\"partition\":{},\"replicas\":[{}],\"log_dirs\":[{}]}}", tp.topic,
-                                tp.partition, fmt::join(replicas, ","), fmt::join(dirs, ",")));
+                                tp.partition, join_ids(replicas), fmt::join(dirs, ",")));
   }
   return fmt::format("{{\"version\":1,\"partitions\":[{}]}}", fmt::join(parts, ","));
 }
@@ -1641,9 +1641,9 @@ io::Task<int> reassign_run(io::Context& ctx, const ReassignArgs* a) {
     }
     std::printf("Current partition reassignments:\n");
     for (const auto& [tp, r] : *ongoing) {
-      std::string line = fmt::format("{}: replicas: {}.", partition_name(tp), fmt::join(r.replicas, ","));
-      if (!r.adding.empty()) line += fmt::format(" adding: {}.", fmt::join(r.adding, ","));
-      if (!r.removing.empty()) line += fmt::format(" removing: {}.", fmt::join(r.removing, ","));
+      std::string line = fmt::format("{}: replicas: {}.", partition_name(tp), join_ids(r.replicas));
+      if (!r.adding.empty()) line += fmt::format(" adding: {}.", join_ids(r.adding));
+      if (!r.removing.empty()) line += fmt::format(" removing: {}.", join_ids(r.removing));
       std::printf("%s\n", line.c_str());
     }
     co_return 0;
@@ -1679,8 +1679,8 @@ io::Task<int> reassign_run(io::Context& ctx, const ReassignArgs* a) {
         std::printf("Reassignment of partition %s is completed.\n", partition_name(tp).c_str());
       } else {
         std::printf("There is no active reassignment of partition %s, but replica set is %s rather than %s.\n",
-                    partition_name(tp).c_str(), fmt::format("{}", fmt::join(current[tp], ",")).c_str(),
-                    fmt::format("{}", fmt::join(target, ",")).c_str());
+                    partition_name(tp).c_str(), join_ids(current[tp]).c_str(),
+                    join_ids(target).c_str());
       }
     }
     co_return 0;

@@ -1232,107 +1232,106 @@ io::Task<net::AlterPartitionResponse> QuorumController::alter_partition(net::Alt
 
 // --- reassignment -------------------------------------------------------------
 
+std::pair<net::Error, std::string> QuorumController::reassignment_change(
+    const std::string& topic_name, int32_t partition_id, const std::optional<std::vector<int32_t>>& target,
+    metadata::MetadataDelta& pending, Records& records) const {
+  const metadata::TopicImage* topic = latest_.topics().topic(topic_name);
+  if (topic == nullptr) {
+    return {net::Error::kUnknownTopicOrPartition, fmt::format("Unable to find a topic named {}.", topic_name)};
+  }
+  const metadata::PartitionRegistration* p = pending.topic(topic->id)->partition(partition_id);
+  if (p == nullptr) {
+    return {net::Error::kUnknownTopicOrPartition,
+            fmt::format("Unable to find partition {}:{}.", topic_name, partition_id)};
+  }
+  PartitionChangeRequest c;
+  c.topic_id = topic->id;
+  c.partition_id = partition_id;
+  c.unclean_allowed = unclean_allowed(topic_name);
+  if (!target.has_value()) {
+    if (p->adding_replicas.empty() && p->removing_replicas.empty()) {
+      return {net::Error::kNoReassignmentInProgress, "No partition reassignment is in progress."};
+    }
+    // Back to the replicas before it: the adding ones leave.
+    std::vector<int32_t> replicas;
+    std::vector<int32_t> isr;
+    for (int32_t r : p->replicas) {
+      if (!contains(p->adding_replicas, r)) replicas.push_back(r);
+    }
+    for (int32_t r : p->isr) {
+      if (!contains(p->adding_replicas, r)) isr.push_back(r);
+    }
+    if (isr.empty() && !c.unclean_allowed) {
+      return {net::Error::kInvalidReplicaAssignment,
+              fmt::format("Unable to revert partition assignment for {}:{} because it would require an "
+                          "unclean leader election.", topic_name, partition_id)};
+    }
+    c.target_replicas = std::move(replicas);
+    c.target_isr = std::move(isr);
+    c.target_adding = std::vector<int32_t>{};
+    c.target_removing = std::vector<int32_t>{};
+  } else {
+    if (target->empty()) {
+      return {net::Error::kInvalidReplicaAssignment,
+              "The manual partition assignment includes an empty replica list."};
+    }
+    std::vector<int32_t> sorted = *target;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      if (latest_.cluster().broker(sorted[i]) == nullptr) {
+        return {net::Error::kInvalidReplicaAssignment,
+                fmt::format("The manual partition assignment includes broker {}, but no such broker is "
+                            "registered.", sorted[i])};
+      }
+      if (i > 0 && sorted[i] == sorted[i - 1]) {
+        return {net::Error::kInvalidReplicaAssignment,
+                fmt::format("The manual partition assignment includes the broker {} more than once.",
+                            sorted[i])};
+      }
+    }
+    // The target, then the current replicas it drops, until they go.
+    std::vector<int32_t> removing;
+    std::vector<int32_t> adding;
+    for (int32_t r : p->replicas) {
+      if (!contains(*target, r)) removing.push_back(r);
+    }
+    for (int32_t r : *target) {
+      if (!contains(p->replicas, r)) adding.push_back(r);
+    }
+    std::vector<int32_t> replicas = *target;
+    replicas.insert(replicas.end(), removing.begin(), removing.end());
+    c.target_replicas = std::move(replicas);
+    c.target_adding = std::move(adding);
+    c.target_removing = std::move(removing);
+  }
+  std::optional<net::PartitionChangeRecord> record = build_partition_change(*p, c, [&](int32_t id) { return eligible(id); });
+  if (record.has_value()) {
+    absl::Status applied = pending.apply(*record);
+    BROOK_ASSERT_MSG(applied.ok(), "controller: {}", applied.ToString());
+    records.emplace_back(std::move(*record));
+  }
+  return {net::Error::kNone, ""};
+}
+
 io::Task<net::AlterPartitionReassignmentsResponse> QuorumController::alter_partition_reassignments(
     net::AlterPartitionReassignmentsRequest request) {
   net::AlterPartitionReassignmentsResponse response;
   response.error_message = std::nullopt;
   auto lock = co_await queue_.lock();
   if (!check_active()) {
-    response.error_code = err(net::Error::kNotController);
-    response.error_message = std::string(kNotControllerMessage);
+    refuse(response);
     co_return response;
   }
   Records records;
   // A partition listed twice sees the first change.
   metadata::MetadataDelta pending(latest_);
-  auto is_eligible = [&](int32_t id) { return eligible(id); };
-  // One partition's change: the error to answer; the record is appended.
-  auto change = [&](const std::string& topic_name, int32_t partition_id,
-                    const std::optional<std::vector<int32_t>>& target) -> std::pair<net::Error, std::string> {
-    const metadata::TopicImage* topic = latest_.topics().topic(topic_name);
-    if (topic == nullptr) {
-      return {net::Error::kUnknownTopicOrPartition, fmt::format("Unable to find a topic named {}.", topic_name)};
-    }
-    const metadata::PartitionRegistration* p = pending.topic(topic->id)->partition(partition_id);
-    if (p == nullptr) {
-      return {net::Error::kUnknownTopicOrPartition,
-              fmt::format("Unable to find partition {}:{}.", topic_name, partition_id)};
-    }
-    PartitionChangeRequest c;
-    c.topic_id = topic->id;
-    c.partition_id = partition_id;
-    c.unclean_allowed = unclean_allowed(topic_name);
-    if (!target.has_value()) {
-      if (p->adding_replicas.empty() && p->removing_replicas.empty()) {
-        return {net::Error::kNoReassignmentInProgress, "No partition reassignment is in progress."};
-      }
-      // Back to the replicas before it: the adding ones leave.
-      std::vector<int32_t> replicas;
-      std::vector<int32_t> isr;
-      for (int32_t r : p->replicas) {
-        if (!contains(p->adding_replicas, r)) replicas.push_back(r);
-      }
-      for (int32_t r : p->isr) {
-        if (!contains(p->adding_replicas, r)) isr.push_back(r);
-      }
-      if (isr.empty() && !c.unclean_allowed) {
-        return {net::Error::kInvalidReplicaAssignment,
-                fmt::format("Unable to revert partition assignment for {}:{} because it would require an "
-                            "unclean leader election.", topic_name, partition_id)};
-      }
-      c.target_replicas = std::move(replicas);
-      c.target_isr = std::move(isr);
-      c.target_adding = std::vector<int32_t>{};
-      c.target_removing = std::vector<int32_t>{};
-    } else {
-      if (target->empty()) {
-        return {net::Error::kInvalidReplicaAssignment,
-                "The manual partition assignment includes an empty replica list."};
-      }
-      std::vector<int32_t> sorted = *target;
-      std::sort(sorted.begin(), sorted.end());
-      for (size_t i = 0; i < sorted.size(); ++i) {
-        if (latest_.cluster().broker(sorted[i]) == nullptr) {
-          return {net::Error::kInvalidReplicaAssignment,
-                  fmt::format("The manual partition assignment includes broker {}, but no such broker is "
-                              "registered.", sorted[i])};
-        }
-        if (i > 0 && sorted[i] == sorted[i - 1]) {
-          return {net::Error::kInvalidReplicaAssignment,
-                  fmt::format("The manual partition assignment includes the broker {} more than once.",
-                              sorted[i])};
-        }
-      }
-      // The target, then the current replicas it drops, until they go.
-      std::vector<int32_t> removing;
-      std::vector<int32_t> adding;
-      for (int32_t r : p->replicas) {
-        if (!contains(*target, r)) removing.push_back(r);
-      }
-      for (int32_t r : *target) {
-        if (!contains(p->replicas, r)) adding.push_back(r);
-      }
-      std::vector<int32_t> replicas = *target;
-      replicas.insert(replicas.end(), removing.begin(), removing.end());
-      c.target_replicas = std::move(replicas);
-      c.target_adding = std::move(adding);
-      c.target_removing = std::move(removing);
-    }
-    std::optional<net::PartitionChangeRecord> record = build_partition_change(*p, c, is_eligible);
-    if (record.has_value()) {
-      absl::Status applied = pending.apply(*record);
-      BROOK_ASSERT_MSG(applied.ok(), "controller: {}", applied.ToString());
-      records.emplace_back(std::move(*record));
-    }
-    return {net::Error::kNone, ""};
-  };
   for (const auto& t : request.topics) {
     auto& out_topic = response.responses.emplace_back();
     out_topic.name = t.name;
     for (const auto& p : t.partitions) {
       auto& out = out_topic.partitions.emplace_back();
       out.partition_index = p.partition_index;
-      auto [error, message] = change(t.name, p.partition_index, p.replicas);
+      auto [error, message] = reassignment_change(t.name, p.partition_index, p.replicas, pending, records);
       out.error_code = err(error);
       out.error_message = std::nullopt;
       if (error != net::Error::kNone) {
@@ -1355,8 +1354,7 @@ io::Task<net::ListPartitionReassignmentsResponse> QuorumController::list_partiti
   response.error_message = std::nullopt;
   auto lock = co_await queue_.lock();
   if (!check_active()) {
-    response.error_code = err(net::Error::kNotController);
-    response.error_message = std::string(kNotControllerMessage);
+    refuse(response);
     co_return response;
   }
   auto list = [&](const metadata::TopicImage& topic, const std::vector<int32_t>* indexes) {
@@ -1870,8 +1868,7 @@ io::Task<net::UpdateFeaturesResponse> QuorumController::update_features(net::Upd
   response.error_message = std::nullopt;
   auto lock = co_await queue_.lock();
   if (!check_active()) {
-    response.error_code = err(net::Error::kNotController);
-    response.error_message = std::string(kNotControllerMessage);
+    refuse(response);
     co_return response;
   }
   Records records;

@@ -69,6 +69,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -290,6 +291,12 @@ class QuorumController final : public raft::RaftListener {
   // Whether `p`'s preferred replica (its first) is in its ISR and eligible.
   bool preferred_can_lead(const metadata::PartitionRegistration& p) const;
   bool unclean_allowed(const std::string& topic) const;
+  // One partition's reassignment (a null target cancels it): the error to
+  // answer and its message; a change is applied to `pending` and its record
+  // added to `records`.
+  std::pair<net::Error, std::string> reassignment_change(const std::string& topic_name, int32_t partition_id,
+                                                         const std::optional<std::vector<int32_t>>& target,
+                                                         metadata::MetadataDelta& pending, Records& records) const;
   // The cluster-wide broker configs topic defaults fall back on.
   configs::BrokerLayers broker_layers() const;
   net::Uuid new_topic_id();

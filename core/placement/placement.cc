@@ -17,15 +17,6 @@
 namespace brook::placement {
 namespace {
 
-// Fisher-Yates with io::Random, so a shuffle is the same on every standard
-// library (std::shuffle's algorithm is unspecified).
-template <typename T>
-void shuffle_in_place(std::vector<T>& items, io::Random& random) {
-  for (size_t i = items.size(); i > 1; --i) {
-    std::swap(items[i - 1], items[random.uniform(i)]);
-  }
-}
-
 // Brokers handed out round-robin. Each round (one partition) takes them at
 // most once each, starting one position further on than the last round that
 // used the list.
@@ -40,7 +31,7 @@ class BrokerList {
   }
 
   // Keeps the offset: only which broker sits at each position changes.
-  void shuffle_ids(io::Random& random) { shuffle_in_place(ids_, random); }
+  void shuffle_ids(io::Random& random) { random.shuffle(ids_); }
 
   // The next broker of `round`, or nullopt once all were taken in it.
   // REQUIRES: round never decreases between calls.
@@ -166,7 +157,7 @@ class RackList {
   }
 
   void shuffle_all() {
-    shuffle_in_place(order_, random_);
+    random_.shuffle(order_);
     for (Rack& rack : racks_) {
       rack.fenced.shuffle_ids(random_);
       rack.unfenced.shuffle_ids(random_);
