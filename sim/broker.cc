@@ -103,6 +103,8 @@ struct BrokerSimConfig {
     c.churn = churn.uniform(2) == 0;
     io::Random reassign(seed ^ kReassignSalt);
     c.reassign = reassign.uniform(2) == 0;
+    io::Random full(seed ^ kFullDiskSalt);
+    c.faults.draw_full_disks(full);
     return c;
   }
   bool reassigning() const { return reassign && nodes > 1; }
@@ -1074,15 +1076,15 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       "producer-ids={} fetches={} (incremental {}, session "
       "resets {}) records-read={} broker-starts={} replica-records-compared={} churn: created={} deleted={} "
       "acked={} read={}; reassignments={} (refused {}); "
-      "faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
-      "buggify-fired={}",
+      "faults: crashes={} graceful-stops={} full-disks={} partitions={} clogs={} resets={} wall-jumps={} "
+      "revivals={} buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
       shared.broker_starts, shared.replica_records_compared, shared.churn_created, shared.churn_deleted,
       shared.churn_records_acked, shared.churn_records_read, shared.reassignments, shared.reassignments_refused,
-      faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
-      faults.revivals, world.buggify().fired());
+      faults.crashes, faults.graceful_stops, faults.full_disks, faults.partitions, faults.clogs, faults.resets,
+      faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;
 }
 

@@ -82,12 +82,18 @@ FaultConfig FaultConfig::draw(io::Random& r) {
 
 void FaultConfig::draw_graceful_stops(io::Random& r) { stop_interval = maybe_interval(r, 0.5, 2s, 20s); }
 
+void FaultConfig::draw_full_disks(io::Random& r) {
+  full_disk_interval = maybe_interval(r, 0.5, 1s, 10s);
+  full_disk_duration_max = uniform_duration(r, 200ms, 10s);
+  full_disk_headroom_max = static_cast<uint64_t>(r.uniform_range(0, r.bernoulli(0.5) ? 4 << 10 : 64 << 10));
+}
+
 std::string FaultConfig::describe() const {
   const DiskFaults& d = disk;
   const LatencyModel& l = network.latency;
   return fmt::format(
       "faults: crash {} (restart within {}, all nodes {:.0f}%); partition {} for <={}; "
-      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}{}\n"
+      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}{}{}\n"
       "network: latency {}us+<={}us, stall {:.3f}% x {}..{}, window {}B, bandwidth {}, "
       "partition reset after {}, connect timeout {}\n"
       "disk: lose unsynced {:.0f}%, latency {}..{}us, errors read={:.3f}% write={:.3f}% "
@@ -96,7 +102,12 @@ std::string FaultConfig::describe() const {
       every(partition_interval), seconds(partition_duration_max), every(clog_interval),
       seconds(clog_duration_max), every(reset_interval), every(wall_jump_interval),
       seconds(wall_jump_max), drift_ppm_max, seconds(wall_offset_max),
-      stop_interval.count() == 0 ? std::string() : "; graceful stop " + every(stop_interval), l.min.count() / 1000,
+      stop_interval.count() == 0 ? std::string() : "; graceful stop " + every(stop_interval),
+      full_disk_interval.count() == 0
+          ? std::string()
+          : fmt::format("; full disk {} for <={} (<={}B free)", every(full_disk_interval),
+                        seconds(full_disk_duration_max), full_disk_headroom_max),
+      l.min.count() / 1000,
       l.jitter.count() / 1000, l.stall_probability * 100, seconds(l.stall_min),
       seconds(l.stall_max), network.window_bytes,
       network.bandwidth_bytes_per_s == 0 ? std::string("unlimited")
@@ -125,6 +136,7 @@ void FaultSchedule::start() {
   arm(config_.reset_interval, [this] { reset_tick(); });
   arm(config_.wall_jump_interval, [this] { wall_jump_tick(); });
   if (graceful_stop) arm(config_.stop_interval, [this] { stop_tick(); });
+  arm(config_.full_disk_interval, [this] { full_disk_tick(); });
   world_.schedule(kReviveInterval, [this] { revive_tick(); });
 }
 
@@ -217,6 +229,27 @@ void FaultSchedule::stop_tick() {
   const Node& node = world_.node(i);
   if (node.up() && !node.main_done() && graceful_stop(i)) ++graceful_stops;
   arm(config_.stop_interval, [this] { stop_tick(); });
+}
+
+// One node's disk fills up to within a few bytes of what it holds now, and
+// is given its space back later (stop() gives it back too). Writes that
+// need more space than is left fail with ENOSPC meanwhile.
+void FaultSchedule::full_disk_tick() {
+  if (!active_) return;
+  const int i = random_node();
+  SimDisk& disk = world_.node(i).disk();
+  if (disk.faults().capacity_bytes == UINT64_MAX) {
+    DiskFaults full = disk.faults();
+    full.capacity_bytes = disk.used_bytes() + random().uniform(config_.full_disk_headroom_max + 1);
+    world_.set_disk_faults(i, full);
+    ++full_disks;
+    world_.schedule(uniform_duration(random(), 100ms, config_.full_disk_duration_max), [this, i] {
+      DiskFaults freed = world_.node(i).disk().faults();
+      freed.capacity_bytes = UINT64_MAX;
+      world_.set_disk_faults(i, freed);
+    });
+  }
+  arm(config_.full_disk_interval, [this] { full_disk_tick(); });
 }
 
 // A node whose main task stopped (a disk error) is power-cycled, in both

@@ -8,9 +8,10 @@
 // (single or all nodes at once, with a restart after a delay and new clock
 // drift), symmetric, one-way and isolating partitions, clogged nodes,
 // connection resets, wall-clock jumps and, where the scenario can ask its
-// nodes for one, graceful stops (SIGTERM). A node whose main task stopped
-// (a disk error, or a graceful stop) is power-cycled as a supervisor
-// would.
+// nodes for one, graceful stops (SIGTERM) and full disks (a node's disk
+// has no room left for a while; writes that need more fail with ENOSPC). A
+// node whose main task stopped (a disk error, or a graceful stop) is
+// power-cycled as a supervisor would.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,10 @@
 #include "sim/world.h"
 
 namespace brook::sim {
+
+// Scenarios draw full disks (draw_full_disks) from a stream seeded with
+// their seed ^ this, so the rest of each seed's draws stay as they were.
+inline constexpr uint64_t kFullDiskSalt = 0x656e'6f73'7063'0001ULL;  // "enospc"
 
 // Interval 0 switches a fault class off.
 struct FaultConfig {
@@ -42,11 +47,20 @@ struct FaultConfig {
   // Graceful stops: not drawn by draw() (only scenarios whose nodes can
   // stop gracefully draw it, with draw_graceful_stops()).
   io::Duration stop_interval{0};
+  // Full disks: not drawn by draw() either (a scenario opts in with
+  // draw_full_disks()). Now and then one node's disk is left with at most
+  // full_disk_headroom_max free bytes for up to full_disk_duration_max, as
+  // when something else on the machine fills it and an operator then
+  // frees space.
+  io::Duration full_disk_interval{0};
+  io::Duration full_disk_duration_max{0};
+  uint64_t full_disk_headroom_max = 0;
   NetworkOptions network;
   DiskFaults disk;
 
   static FaultConfig draw(io::Random& r);
   void draw_graceful_stops(io::Random& r);
+  void draw_full_disks(io::Random& r);
   // Three lines: faults, network, disk.
   std::string describe() const;
   // A node's clocks and disk faults, drawn from `r`.
@@ -84,6 +98,7 @@ class FaultSchedule {
   uint64_t wall_jumps = 0;
   uint64_t revivals = 0;
   uint64_t graceful_stops = 0;
+  uint64_t full_disks = 0;
 
  private:
   io::Random& random() { return world_.random(); }
@@ -96,6 +111,7 @@ class FaultSchedule {
   void reset_tick();
   void wall_jump_tick();
   void stop_tick();
+  void full_disk_tick();
   void revive_tick();
 
   World& world_;

@@ -62,6 +62,8 @@ struct GroupsSimConfig {
     c.commit_interval_max = uniform_duration(r, 100ms, 3s);
     io::Random stops(seed ^ kGracefulStopSalt);
     c.faults.draw_graceful_stops(stops);
+    io::Random full(seed ^ kFullDiskSalt);
+    c.faults.draw_full_disks(full);
     return c;
   }
   std::string describe() const {
@@ -523,11 +525,11 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
       "{}: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
-      "broker-starts={}; faults: crashes={} graceful-stops={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
-      "buggify-fired={}",
+      "broker-starts={}; faults: crashes={} graceful-stops={} full-disks={} partitions={} clogs={} resets={} "
+      "wall-jumps={} revivals={} buggify-fired={}",
       options.name, shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
-      shared.member_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.partitions, faults.clogs, faults.resets,
-      faults.wall_jumps, faults.revivals, world.buggify().fired());
+      shared.member_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.full_disks,
+      faults.partitions, faults.clogs, faults.resets, faults.wall_jumps, faults.revivals, world.buggify().fired());
   return result;
 }
 

@@ -1256,6 +1256,8 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
   c.workload = 30s;
   c.quiet_max = 60s;
   c.faults = FaultConfig::draw(r);
+  io::Random full(seed ^ kFullDiskSalt);
+  c.faults.draw_full_disks(full);
   return c;
 }
 
@@ -1466,12 +1468,12 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   }
   result.summary += fmt::format(
       "epochs={} elections={} appends={} rejected={} acked={} commit-timeouts={} committed-batches={} "
-      "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: crashes={} partitions={} clogs={} resets={} "
-      "wall-jumps={} revivals={} buggify-fired={}",
+      "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: crashes={} "
+      "full-disks={} partitions={} clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
       o.leaders.empty() ? 0 : o.leaders.rbegin()->first, o.elections, o.appends, o.appends_rejected,
       o.acks, o.commit_timeouts, o.committed.size(), o.committed_end(), o.batches_delivered,
       o.records_replayed, o.images_compared, o.snapshots_taken, o.snapshots_loaded,
-      faults.crashes, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
+      faults.crashes, faults.full_disks, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
       faults.revivals, world.buggify().fired());
   return result;
 }
