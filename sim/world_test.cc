@@ -1,8 +1,9 @@
 // sim/world_test.cc
 //
 // Tests of the World: virtual time, per-node clocks, crash and restart,
-// dropped events of dead incarnations, the trace hash, buggify and the
-// replay context. Each test states what it proves.
+// dropped events of dead incarnations, the trace hash, buggify, the replay
+// context and the fault schedule's full disks. Each test states what it
+// proves.
 #include "sim/world.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "io/scope.h"
 #include "io/status.h"
+#include "sim/faults.h"
 
 namespace brook::sim {
 namespace {
@@ -169,6 +171,56 @@ TEST(World, RestartKeepsSyncedData) {
   node.start([&](io::Context& ctx) { return read_back(&ctx, &got); });
   world.run_for(1s);
   EXPECT_EQ(got, "durable");
+}
+
+// Appends 1 KiB to a file every 10 ms, noting each ENOSPC and each write
+// that went through after `after` (virtual time).
+struct FullDiskTally {
+  int no_space = 0;
+  int other_errors = 0;
+  int written_after = 0;
+};
+io::Task<void> keep_appending(io::Context* ctx, World* world, io::Duration after, FullDiskTally* tally) {
+  auto file = co_await ctx->disk().open("data", io::OpenMode::kCreate);
+  BROOK_ASSERT(file.ok());
+  while (true) {
+    const absl::Status s = co_await (*file)->append(io::BufferChain(io::Buffer::allocate(1024)));
+    if (absl::IsResourceExhausted(s)) {
+      ++tally->no_space;
+    } else if (!s.ok()) {
+      ++tally->other_errors;
+    } else if (world->elapsed() > after) {
+      ++tally->written_after;
+    }
+    co_await ctx->clock().sleep_for(10ms);
+  }
+}
+
+// The full-disk fault class: while a node's disk is full its writes fail
+// with ENOSPC (and nothing else does), and stop() gives every disk its space
+// back.
+TEST(FaultSchedule, FullDisksFailWritesUntilTheSpaceComesBack) {
+  World world(11);
+  FaultConfig config;
+  config.full_disk_interval = 1s;
+  config.full_disk_duration_max = 2s;
+  config.full_disk_headroom_max = 4096;
+  std::vector<FullDiskTally> tallies(2);
+  for (FullDiskTally& tally : tallies) {
+    world.add_node().start([&](io::Context& ctx) { return keep_appending(&ctx, &world, 29s, &tally); });
+  }
+  FaultSchedule schedule(world, config);
+  schedule.start();
+  world.run_for(29s);
+  schedule.stop();
+  world.run_for(2s);
+  EXPECT_GE(schedule.full_disks, 10u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GT(tallies[i].no_space, 0) << "node " << i;
+    EXPECT_EQ(tallies[i].other_errors, 0) << "node " << i;
+    EXPECT_GE(tallies[i].written_after, 190) << "node " << i;  // every write once the space is back
+    EXPECT_EQ(world.node(i).disk().faults().capacity_bytes, UINT64_MAX);
+  }
 }
 
 io::Task<void> sample_clock(io::Context* ctx, std::vector<int64_t>* early) {
