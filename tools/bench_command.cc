@@ -5,8 +5,8 @@
 // ratio means something on a shared machine.
 //
 //   brook bench net  [--backend uring|epoll|all] [--seconds S]
-//                    [--connections 1,16] [--message-bytes N] [--rounds R]
-//                    [--verbose 1]
+//                    [--connections 1,16] [--loops 1,2] [--message-bytes N]
+//                    [--rounds R] [--pin-cpus C,S] [--verbose 1]
 //   brook bench file [--backend uring|epoll|all] [--total-mib N]
 //                    [--chunk-kib K] [--sync-kib 1024] [--dir D] [--rounds R]
 //                    [--pin-cpu C] [--ring-writes 1]
@@ -15,7 +15,12 @@
 // client; it re-executes itself as `brook bench net-server` (hidden) with the
 // same backend, which counts the bytes it receives until every connection
 // ends and reports them. The plain pump is one thread per connection on each
-// side doing blocking send()/read() loops.
+// side doing blocking send()/read() loops. --loops L (a list, 1 by default)
+// runs each backend side as L loops, each on a thread of its own with its
+// share of the connections: one loop per core, as shards would be.
+// --pin-cpus C,S pins the client process to CPU C and the server to S
+// (every contestant alike), taking the scheduler's placement out of the
+// comparison.
 // file: sequential appends with a datasync after every MiB (--sync-kib),
 // through io::File on each backend, beside write()+fdatasync(). io_uring
 // makes writes of up to 1 MiB inline (io::uring::DiskOptions);
@@ -49,6 +54,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -80,6 +86,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kReadBytes = 64 << 10;        // per read on the server side
 constexpr uint64_t kSyncKibDefault = 1024;  // file bench: datasync every MiB
 constexpr int kConnectionsMax = 1024;
+constexpr int kLoopsMax = 64;  // net: loops (threads) per side
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -139,7 +146,8 @@ std::optional<Options> parse_options(Args args) {
   return out;
 }
 
-std::optional<std::vector<int>> parse_list(const std::string& text) {
+// A comma-separated list of numbers in [1, max].
+std::optional<std::vector<int>> parse_list(const std::string& text, int max = kConnectionsMax) {
   std::vector<int> out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -147,7 +155,7 @@ std::optional<std::vector<int>> parse_list(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     int v = 0;
     auto [ptr, ec] = std::from_chars(text.data() + start, text.data() + end, v);
-    if (ec != std::errc() || ptr != text.data() + end || v <= 0 || v > kConnectionsMax) {
+    if (ec != std::errc() || ptr != text.data() + end || v <= 0 || v > max) {
       return std::nullopt;
     }
     out.push_back(v);
@@ -245,15 +253,32 @@ io::Task<void> drain(std::unique_ptr<io::Connection> conn, ServerTally* tally) {
   }
 }
 
-io::Task<void> serve(io::Network* net, int connections, ServerTally* tally) {
+// Where a server loop says which port it listens on: 0 until it knows, -1
+// when it failed to listen.
+struct PortSlot {
+  std::atomic<int> port{0};
+  void set(int value) {
+    int unset = 0;
+    port.compare_exchange_strong(unset, value);
+    port.notify_all();
+  }
+  int wait() {
+    port.wait(0);
+    return port.load();
+  }
+};
+
+// Listens on a port of its own (told to `port`) and drains `connections`
+// connections.
+io::Task<void> serve(io::Network* net, int connections, PortSlot* port, ServerTally* tally) {
   const io::Address any{"127.0.0.1", 0};
   auto listener = co_await net->listen(any);
   if (!listener.ok()) {
     tally->status = listener.status();
+    port->set(-1);
     co_return;
   }
-  std::printf("port %u\n", (*listener)->address().port);
-  std::fflush(stdout);
+  port->set((*listener)->address().port);
   io::TaskScope drains(co_await io::this_executor());
   for (int i = 0; i < connections; ++i) {
     auto conn = co_await (*listener)->accept();
@@ -287,6 +312,20 @@ io::Task<void> pump(io::Network* net, io::Address server, io::Buffer message,
     tally->bytes += message.size();
   }
   (*conn)->close();
+}
+
+// Pins this process to one CPU (thread-per-core, as a production shard would
+// run): called before it starts threads, which inherit it, as do io_uring's
+// io-wq workers, which carry buffered file writes.
+bool pin_to_cpu(const std::string& cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(std::atoi(cpu.c_str()), &set);
+  if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
+    std::perror("sched_setaffinity");
+    return false;
+  }
+  return true;
 }
 
 // ----------------------------------------------------- net: plain sockets
@@ -393,25 +432,67 @@ absl::StatusOr<uint64_t> plain_net_client(uint16_t port, int connections, double
 
 // ------------------------------------------------------ net: the two sides
 
+// How many of `connections` the loop `index` of `loops` takes.
+int loop_share(int connections, int loops, int index) {
+  return connections / loops + (index < connections % loops ? 1 : 0);
+}
+
 // The server process, started by the client: `brook bench net-server`.
+// With --loops L it runs L loops, each on a thread and port of its own
+// (printed in order, one "port" line each), taking loop_share() of the
+// connections.
 int net_server_main(const Options& options) {
   const std::string backend = options.get("backend", "plain");
   const auto connections = options.number("connections", 1);
-  if (!connections || *connections == 0 || *connections > kConnectionsMax) return 2;
+  const auto loops = options.number("loops", 1);
+  if (!connections || *connections == 0 || *connections > kConnectionsMax || !loops ||
+      *loops == 0 || *loops > *connections || *loops > kLoopsMax) {
+    return 2;
+  }
+  if (const std::string cpu = options.get("pin-cpu", ""); !cpu.empty() && !pin_to_cpu(cpu)) {
+    return 1;
+  }
   const int n = static_cast<int>(*connections);
   if (backend == "plain") return plain_net_server(n);
-  ServerTally tally;
-  absl::Status status = run_on(backend, "", [&](io::TaskScope& scope, io::Clock&,
-                                                io::Network& net, auto*) {
-    scope.spawn(serve(&net, n, &tally));
-    return absl::OkStatus();
-  });
-  status.Update(tally.status);
+  const int l = static_cast<int>(*loops);
+  std::vector<ServerTally> tallies(l);
+  std::vector<PortSlot> ports(l);
+  std::vector<absl::Status> statuses(l);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < l; ++t) {
+    threads.emplace_back([&, t] {
+      statuses[t] = run_on(backend, "", [&](io::TaskScope& scope, io::Clock&, io::Network& net,
+                                            auto*) {
+        scope.spawn(serve(&net, loop_share(n, l, t), &ports[t], &tallies[t]));
+        return absl::OkStatus();
+      });
+      ports[t].set(-1);  // the loop ended before it listened
+    });
+  }
+  for (int t = 0; t < l; ++t) {
+    const int port = ports[t].wait();
+    if (port < 0) {
+      threads[t].join();  // its loop has ended
+      statuses[t].Update(tallies[t].status);
+      std::fprintf(stderr, "net-server: %s\n", statuses[t].ToString().c_str());
+      std::_Exit(1);  // the other loops wait in accept()
+    }
+    std::printf("port %d\n", port);
+  }
+  std::fflush(stdout);
+  for (auto& thread : threads) thread.join();
+  absl::Status status;
+  uint64_t bytes = 0;
+  for (int t = 0; t < l; ++t) {
+    status.Update(statuses[t]);
+    status.Update(tallies[t].status);
+    bytes += tallies[t].bytes;
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "net-server: %s\n", status.ToString().c_str());
     return 1;
   }
-  std::printf("bytes %llu\n", static_cast<unsigned long long>(tally.bytes));
+  std::printf("bytes %llu\n", static_cast<unsigned long long>(bytes));
   std::printf("cpu_us %llu\n", static_cast<unsigned long long>(process_cpu_us()));
   std::fflush(stdout);
   return 0;
@@ -420,18 +501,25 @@ int net_server_main(const Options& options) {
 // A child `brook bench net-server` process whose stdout we read.
 class ServerProcess {
  public:
+  // `cpu`: the CPU the server pins itself to; empty for none.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> start(const std::string& backend,
-                                                              int connections) {
+                                                              int connections, int loops,
+                                                              const std::string& cpu) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("pipe");
     const std::string count = std::to_string(connections);
+    const std::string loop_count = std::to_string(loops);
     const pid_t pid = ::fork();
     if (pid < 0) return absl::InternalError("fork");
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
-      const char* argv[] = {"brook", "bench", "net-server", "--backend", backend.c_str(),
-                            "--connections", count.c_str(), nullptr};
-      ::execv("/proc/self/exe", const_cast<char* const*>(argv));
+      std::vector<const char*> argv = {"brook",         "bench",   "net-server",
+                                       "--backend",     backend.c_str(),
+                                       "--connections", count.c_str(),
+                                       "--loops",       loop_count.c_str()};
+      if (!cpu.empty()) argv.insert(argv.end(), {"--pin-cpu", cpu.c_str()});
+      argv.push_back(nullptr);
+      ::execv("/proc/self/exe", const_cast<char* const*>(argv.data()));
       ::_exit(127);
     }
     ::close(fds[1]);
@@ -475,6 +563,8 @@ class ServerProcess {
 
 struct NetCase {
   int connections;
+  int loops;  // of each backend side; plain pumps are a thread per connection
+  std::string server_cpu;  // the server process's CPU; empty: not pinned
   double seconds;
   size_t message_bytes;
 };
@@ -487,37 +577,59 @@ struct NetSample {
   double server_cores;
 };
 
-// Pumps from this process with the backend's io::Network.
-absl::Status pump_with_backend(const std::string& backend, uint16_t port, const NetCase& c) {
-  ClientTally tally;
-  io::Buffer message = io::Buffer::allocate(c.message_bytes);
-  std::memset(message.mutable_data(), 'b', c.message_bytes);
-  const io::Address server_address{"127.0.0.1", port};
-  RETURN_IF_ERROR(run_on(backend, "", [&](io::TaskScope& scope, io::Clock& clock,
-                                          io::Network& net, auto*) {
-    const io::Instant deadline =
-        clock.now() +
-        std::chrono::duration_cast<io::Duration>(std::chrono::duration<double>(c.seconds));
-    for (int i = 0; i < c.connections; ++i) {
-      scope.spawn(pump(&net, server_address, message, &clock, deadline, &tally));
-    }
-    return absl::OkStatus();
-  }));
-  return tally.status;
+// Pumps from this process with the backend's io::Network: one loop per
+// server port, each on a thread of its own, connecting loop_share() of the
+// connections to its port.
+absl::Status pump_with_backend(const std::string& backend, const std::vector<int>& ports,
+                               const NetCase& c) {
+  const int loops = static_cast<int>(ports.size());
+  std::vector<ClientTally> tallies(loops);
+  std::vector<absl::Status> statuses(loops);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < loops; ++t) {
+    threads.emplace_back([&, t] {
+      io::Buffer message = io::Buffer::allocate(c.message_bytes);
+      std::memset(message.mutable_data(), 'b', c.message_bytes);
+      const io::Address server_address{"127.0.0.1", static_cast<uint16_t>(ports[t])};
+      statuses[t] = run_on(backend, "", [&](io::TaskScope& scope, io::Clock& clock,
+                                            io::Network& net, auto*) {
+        const io::Instant deadline =
+            clock.now() +
+            std::chrono::duration_cast<io::Duration>(std::chrono::duration<double>(c.seconds));
+        for (int i = 0; i < loop_share(c.connections, loops, t); ++i) {
+          scope.spawn(pump(&net, server_address, message, &clock, deadline, &tallies[t]));
+        }
+        return absl::OkStatus();
+      });
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  absl::Status status;
+  for (int t = 0; t < loops; ++t) {
+    status.Update(statuses[t]);
+    status.Update(tallies[t].status);
+  }
+  return status;
 }
 
 // Runs one case: a server process of the same backend, this process pumping.
 absl::StatusOr<NetSample> run_net_case(const std::string& backend, const NetCase& c) {
-  ASSIGN_OR_RETURN(auto server, ServerProcess::start(backend, c.connections));
-  ASSIGN_OR_RETURN(const uint64_t port, server->read_value("port"));
+  const int loops = backend == "plain" ? 1 : c.loops;
+  ASSIGN_OR_RETURN(auto server,
+                   ServerProcess::start(backend, c.connections, loops, c.server_cpu));
+  std::vector<int> ports;
+  for (int t = 0; t < loops; ++t) {
+    ASSIGN_OR_RETURN(const uint64_t port, server->read_value("port"));
+    ports.push_back(static_cast<int>(port));
+  }
   const auto start = Clock::now();
   const uint64_t cpu_start_us = process_cpu_us();
   if (backend == "plain") {
-    auto sent = plain_net_client(static_cast<uint16_t>(port), c.connections, c.seconds,
+    auto sent = plain_net_client(static_cast<uint16_t>(ports[0]), c.connections, c.seconds,
                                  c.message_bytes);
     if (!sent.ok()) return sent.status();
   } else {
-    RETURN_IF_ERROR(pump_with_backend(backend, static_cast<uint16_t>(port), c));
+    RETURN_IF_ERROR(pump_with_backend(backend, ports, c));
   }
   const uint64_t client_cpu_us = process_cpu_us() - cpu_start_us;
   ASSIGN_OR_RETURN(const uint64_t received, server->read_value("bytes"));
@@ -539,60 +651,76 @@ struct NetSamples {
   }
 };
 
-// Measures plain and every usable backend, interleaved, `rounds` times.
-std::map<std::string, NetSamples> measure_net(const std::vector<BackendInfo>& backends,
-                                              const NetCase& c, uint64_t rounds, bool verbose,
-                                              int* failures) {
-  std::vector<std::string> flags = {"plain"};
-  for (const BackendInfo& b : backends) {
-    if (b.unavailable().empty()) flags.push_back(b.flag);
+// One pump to measure: a backend (or "plain") and its loops per side.
+struct Contestant {
+  std::string flag;
+  int loops;
+  bool operator<(const Contestant& o) const {
+    return std::tie(flag, loops) < std::tie(o.flag, o.loops);
   }
-  std::map<std::string, NetSamples> samples;
+};
+
+// Measures plain and every usable backend with each of `loops` that is at
+// most the connection count, interleaved, `rounds` times.
+std::map<Contestant, NetSamples> measure_net(const std::vector<BackendInfo>& backends,
+                                             const std::vector<int>& loops, const NetCase& c,
+                                             uint64_t rounds, bool verbose, int* failures) {
+  std::vector<Contestant> contestants = {{"plain", 1}};
+  for (const BackendInfo& b : backends) {
+    if (!b.unavailable().empty()) continue;
+    for (const int l : loops) {
+      if (l <= c.connections) contestants.push_back({b.flag, l});
+    }
+  }
+  std::map<Contestant, NetSamples> samples;
   for (uint64_t round = 0; round < rounds; ++round) {
     // Each round starts with a different contestant, so none always runs
     // first (or right after the same one).
-    for (size_t k = 0; k < flags.size(); ++k) {
-      const std::string& flag = flags[(k + round) % flags.size()];
-      auto r = run_net_case(flag, c);
+    for (size_t k = 0; k < contestants.size(); ++k) {
+      const Contestant& who = contestants[(k + round) % contestants.size()];
+      NetCase mine = c;
+      mine.loops = who.loops;
+      auto r = run_net_case(who.flag, mine);
       if (!r.ok()) {
-        std::fprintf(stderr, "%s: %s\n", flag.c_str(), r.status().ToString().c_str());
+        std::fprintf(stderr, "%s: %s\n", who.flag.c_str(), r.status().ToString().c_str());
         ++*failures;
         continue;
       }
-      samples[flag].add(*r);
+      samples[who].add(*r);
       if (verbose) {
-        std::fprintf(stderr, "  round %llu %-6s %5d conns %9.1f MB/s  cores %.2f/%.2f\n",
-                     static_cast<unsigned long long>(round), flag.c_str(), c.connections,
-                     r->mb_per_s, r->client_cores, r->server_cores);
+        std::fprintf(stderr, "  round %llu %-6s %5d conns %2d loops %9.1f MB/s  cores %.2f/%.2f\n",
+                     static_cast<unsigned long long>(round), who.flag.c_str(), c.connections,
+                     who.loops, r->mb_per_s, r->client_cores, r->server_cores);
       }
     }
   }
   return samples;
 }
 
-// `brook bench net-client --backend B --port P [...]` (hidden): one pump
-// against a server started by hand, for profiling each side separately.
+// `brook bench net-client --backend B --port P[,P2...] [...]` (hidden): one
+// pump against a server started by hand (`brook bench net-server`, which
+// prints its ports), for profiling each side separately; one loop per port.
 int net_client_main(const Options& options) {
   const std::string backend = options.get("backend", "plain");
-  const auto port = options.number("port", 0);
+  const auto ports = parse_list(options.get("port", ""), 65535);
   const auto seconds = options.number("seconds", 3);
   const auto message_bytes = options.number("message-bytes", 64 << 10);
   const auto connections = options.number("connections", 1);
-  if (!port || *port == 0 || *port > 65535 || !seconds || !message_bytes ||
-      *message_bytes == 0 || !connections || *connections == 0 ||
-      *connections > kConnectionsMax) {
+  if (!ports || !seconds || !message_bytes || *message_bytes == 0 || !connections ||
+      *connections < ports->size() || *connections > kConnectionsMax ||
+      (backend == "plain" && ports->size() != 1)) {
     std::fprintf(stderr, "brook bench net-client: bad option value\n");
     return 2;
   }
-  const NetCase c{static_cast<int>(*connections), static_cast<double>(*seconds),
-                  static_cast<size_t>(*message_bytes)};
+  const NetCase c{static_cast<int>(*connections), static_cast<int>(ports->size()), "",
+                  static_cast<double>(*seconds), static_cast<size_t>(*message_bytes)};
   absl::Status status;
   if (backend == "plain") {
-    status = plain_net_client(static_cast<uint16_t>(*port), c.connections, c.seconds,
+    status = plain_net_client(static_cast<uint16_t>(ports->front()), c.connections, c.seconds,
                               c.message_bytes)
                  .status();
   } else {
-    status = pump_with_backend(backend, static_cast<uint16_t>(*port), c);
+    status = pump_with_backend(backend, *ports, c);
   }
   if (!status.ok()) {
     std::fprintf(stderr, "net-client: %s\n", status.ToString().c_str());
@@ -606,11 +734,24 @@ int net_main(const Options& options) {
   const auto message_bytes = options.number("message-bytes", 64 << 10);
   const auto rounds = options.number("rounds", 1);
   const auto connections = parse_list(options.get("connections", "1,16"));
+  const auto loops = parse_list(options.get("loops", "1"), kLoopsMax);
+  const std::string pin = options.get("pin-cpus", "");
+  const size_t comma = pin.find(',');
+  auto is_cpu = [](std::string_view text) {
+    int cpu = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), cpu);
+    return ec == std::errc() && ptr == text.data() + text.size() && cpu >= 0 && cpu < CPU_SETSIZE;
+  };
   if (!seconds || !message_bytes || *message_bytes == 0 || *message_bytes > (64u << 20) ||
-      !rounds || *rounds == 0 || !connections) {
+      !rounds || *rounds == 0 || !connections || !loops ||
+      (!pin.empty() && (comma == std::string::npos || !is_cpu(pin.substr(0, comma)) ||
+                        !is_cpu(pin.substr(comma + 1))))) {
     std::fprintf(stderr, "brook bench net: bad option value\n");
     return 2;
   }
+  // --pin-cpus C,S: this process (every client thread) on CPU C, the server on S.
+  const std::string server_cpu = pin.empty() ? "" : pin.substr(comma + 1);
+  if (!pin.empty() && !pin_to_cpu(pin.substr(0, comma))) return 1;
   const auto backends = available_backends(options.get("backend", "all"));
   if (backends.empty()) {
     std::fprintf(stderr, "brook bench net: no such backend in this build\n");
@@ -621,25 +762,31 @@ int net_main(const Options& options) {
               static_cast<unsigned long long>(*seconds),
               static_cast<unsigned long long>(*message_bytes),
               static_cast<unsigned long long>(*rounds));
-  std::printf("%-9s %5s %10s %12s %7s   %-22s %s\n", "backend", "conns", "MB/s", "plain MB/s",
-              "ratio", "cores client/server", "plain cores client/server");
+  std::printf("%-9s %5s %5s %10s %12s %7s   %-22s %s\n", "backend", "conns", "loops", "MB/s",
+              "plain MB/s", "ratio", "cores client/server", "plain cores client/server");
   int failures = 0;
   for (const int conns : *connections) {
-    const NetCase c{conns, static_cast<double>(*seconds), static_cast<size_t>(*message_bytes)};
-    auto samples = measure_net(backends, c, *rounds, options.get("verbose", "0") != "0", &failures);
-    const NetSamples& plain = samples["plain"];
+    const NetCase c{conns, 1, server_cpu, static_cast<double>(*seconds),
+                    static_cast<size_t>(*message_bytes)};
+    auto samples =
+        measure_net(backends, *loops, c, *rounds, options.get("verbose", "0") != "0", &failures);
+    const NetSamples& plain = samples[{"plain", 1}];
     for (const BackendInfo& b : backends) {
       if (const std::string why = b.unavailable(); !why.empty()) {
         std::printf("%-9s %5d  unavailable: %s\n", b.name.c_str(), conns, why.c_str());
         continue;
       }
-      const NetSamples& mine = samples[b.flag];
-      const double mbs = median(mine.mb_per_s);
-      const double plain_mbs = median(plain.mb_per_s);
-      std::printf("%-9s %5d %10.1f %12.1f %6.1f%%   %4.2f/%-17.2f %4.2f/%.2f\n", b.name.c_str(),
-                  conns, mbs, plain_mbs, plain_mbs > 0 ? 100.0 * mbs / plain_mbs : 0.0,
-                  median(mine.client_cores), median(mine.server_cores),
-                  median(plain.client_cores), median(plain.server_cores));
+      for (const int l : *loops) {
+        if (l > conns) continue;
+        const NetSamples& mine = samples[{b.flag, l}];
+        const double mbs = median(mine.mb_per_s);
+        const double plain_mbs = median(plain.mb_per_s);
+        std::printf("%-9s %5d %5d %10.1f %12.1f %6.1f%%   %4.2f/%-17.2f %4.2f/%.2f\n",
+                    b.name.c_str(), conns, l, mbs, plain_mbs,
+                    plain_mbs > 0 ? 100.0 * mbs / plain_mbs : 0.0, median(mine.client_cores),
+                    median(mine.server_cores), median(plain.client_cores),
+                    median(plain.server_cores));
+      }
     }
     std::fflush(stdout);
   }
@@ -730,19 +877,6 @@ absl::StatusOr<double> run_file_plain(const FileCase& c) {
   return mb_per_s(c.total_bytes, elapsed);
 }
 
-// Pins this process to one CPU (thread-per-core, as a production shard would
-// run); io_uring's io-wq workers, which carry buffered file writes, inherit it.
-bool pin_to_cpu(const std::string& cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(std::atoi(cpu.c_str()), &set);
-  if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
-    std::perror("sched_setaffinity");
-    return false;
-  }
-  return true;
-}
-
 // Measures plain and every usable backend, in rotating order, `rounds` times.
 std::map<std::string, std::vector<double>> measure_file(const std::vector<BackendInfo>& backends,
                                                         const FileCase& c, uint64_t rounds,
@@ -822,8 +956,8 @@ int file_main(const Options& options) {
 void usage() {
   std::fprintf(stderr,
                "usage: brook bench net  [--backend uring|epoll|all] [--seconds S]\n"
-               "                        [--connections 1,16] [--message-bytes N] [--rounds R]\n"
-               "                        [--verbose 1]\n"
+               "                        [--connections 1,16] [--loops 1,2] [--message-bytes N]\n"
+               "                        [--rounds R] [--pin-cpus C,S] [--verbose 1]\n"
                "       brook bench file [--backend uring|epoll|all] [--total-mib N]\n"
                "                        [--chunk-kib K] [--sync-kib 1024] [--dir D] [--rounds R]\n"
                "                        [--pin-cpu C] [--ring-writes 1]\n"
