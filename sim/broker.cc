@@ -97,14 +97,12 @@ struct BrokerSimConfig {
     // (From a stream of its own, so the draws above stay each seed's.)
     io::Random rebalance(seed ^ kRebalanceSalt);
     if (rebalance.uniform(2) == 0) c.leader_rebalance_interval = uniform_duration(rebalance, 2s, 15s);
-    io::Random stops(seed ^ kGracefulStopSalt);
-    c.faults.draw_graceful_stops(stops);
+    c.faults.draw_graceful_stops(seed);
     io::Random churn(seed ^ kChurnSalt);
     c.churn = churn.uniform(2) == 0;
     io::Random reassign(seed ^ kReassignSalt);
     c.reassign = reassign.uniform(2) == 0;
-    io::Random full(seed ^ kFullDiskSalt);
-    c.faults.draw_full_disks(full);
+    c.faults.draw_full_disks(seed);
     return c;
   }
   bool reassigning() const { return reassign && nodes > 1; }

@@ -143,11 +143,6 @@ struct ServerNodeOptions {
 };
 io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions options);
 
-// Seeds the stream a scenario draws its graceful stops from (FaultConfig::
-// draw_graceful_stops): a stream of its own, so the scenario's other draws
-// stay each seed's.
-inline constexpr uint64_t kGracefulStopSalt = 0x7369'6774'6572'6d01ULL;  // "sigterm"
-
 // The graceful stop requests of a scenario's server nodes, which are the
 // world's nodes 0..n-1: a flag each. Outlives the World.
 class GracefulStops {

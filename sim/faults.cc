@@ -80,9 +80,13 @@ FaultConfig FaultConfig::draw(io::Random& r) {
   return c;
 }
 
-void FaultConfig::draw_graceful_stops(io::Random& r) { stop_interval = maybe_interval(r, 0.5, 2s, 20s); }
+void FaultConfig::draw_graceful_stops(uint64_t seed) {
+  io::Random r(seed ^ kGracefulStopSalt);
+  stop_interval = maybe_interval(r, 0.5, 2s, 20s);
+}
 
-void FaultConfig::draw_full_disks(io::Random& r) {
+void FaultConfig::draw_full_disks(uint64_t seed) {
+  io::Random r(seed ^ kFullDiskSalt);
   full_disk_interval = maybe_interval(r, 0.5, 1s, 10s);
   full_disk_duration_max = uniform_duration(r, 200ms, 10s);
   full_disk_headroom_max = static_cast<uint64_t>(r.uniform_range(0, r.bernoulli(0.5) ? 4 << 10 : 64 << 10));
@@ -231,14 +235,19 @@ void FaultSchedule::stop_tick() {
   arm(config_.stop_interval, [this] { stop_tick(); });
 }
 
-// One node's disk fills up to within a few bytes of what it holds now, and
-// is given its space back later (stop() gives it back too). Writes that
-// need more space than is left fail with ENOSPC meanwhile.
+// The disk of one node that has written to it (a server; a workload
+// client's disk stays empty) fills up to within a few bytes of what it
+// holds now, and is given its space back later (stop() gives it back too).
+// Writes that need more space than is left fail with ENOSPC meanwhile.
 void FaultSchedule::full_disk_tick() {
   if (!active_) return;
-  const int i = random_node();
-  SimDisk& disk = world_.node(i).disk();
-  if (disk.faults().capacity_bytes == UINT64_MAX) {
+  std::vector<int> written;
+  for (int n = 0; n < world_.node_count(); ++n) {
+    if (world_.node(n).disk().used_bytes() > 0) written.push_back(n);
+  }
+  const int i = written.empty() ? -1 : written[random().uniform(written.size())];
+  if (i >= 0 && world_.node(i).disk().faults().capacity_bytes == UINT64_MAX) {
+    SimDisk& disk = world_.node(i).disk();
     DiskFaults full = disk.faults();
     full.capacity_bytes = disk.used_bytes() + random().uniform(config_.full_disk_headroom_max + 1);
     world_.set_disk_faults(i, full);

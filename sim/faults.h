@@ -26,9 +26,11 @@
 
 namespace brook::sim {
 
-// Scenarios draw full disks (draw_full_disks) from a stream seeded with
-// their seed ^ this, so the rest of each seed's draws stay as they were.
-inline constexpr uint64_t kFullDiskSalt = 0x656e'6f73'7063'0001ULL;  // "enospc"
+// Graceful stops and full disks are each drawn (draw_graceful_stops,
+// draw_full_disks) from a stream of their own, seeded with the scenario's
+// seed ^ one of these, so the rest of each seed's draws stay as they were.
+inline constexpr uint64_t kGracefulStopSalt = 0x7369'6774'6572'6d01ULL;  // "sigterm"
+inline constexpr uint64_t kFullDiskSalt = 0x656e'6f73'7063'0001ULL;      // "enospc"
 
 // Interval 0 switches a fault class off.
 struct FaultConfig {
@@ -59,8 +61,9 @@ struct FaultConfig {
   DiskFaults disk;
 
   static FaultConfig draw(io::Random& r);
-  void draw_graceful_stops(io::Random& r);
-  void draw_full_disks(io::Random& r);
+  // From the scenario's seed (salted, above).
+  void draw_graceful_stops(uint64_t seed);
+  void draw_full_disks(uint64_t seed);
   // Three lines: faults, network, disk.
   std::string describe() const;
   // A node's clocks and disk faults, drawn from `r`.

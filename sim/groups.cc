@@ -60,10 +60,8 @@ struct GroupsSimConfig {
     c.rebalance_timeout = uniform_duration(r, 3s, 12s);
     c.heartbeat_interval = c.session_timeout / 4;
     c.commit_interval_max = uniform_duration(r, 100ms, 3s);
-    io::Random stops(seed ^ kGracefulStopSalt);
-    c.faults.draw_graceful_stops(stops);
-    io::Random full(seed ^ kFullDiskSalt);
-    c.faults.draw_full_disks(full);
+    c.faults.draw_graceful_stops(seed);
+    c.faults.draw_full_disks(seed);
     return c;
   }
   std::string describe() const {

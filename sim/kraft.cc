@@ -1256,8 +1256,7 @@ KraftConfig KraftConfig::draw(uint64_t seed) {
   c.workload = 30s;
   c.quiet_max = 60s;
   c.faults = FaultConfig::draw(r);
-  io::Random full(seed ^ kFullDiskSalt);
-  c.faults.draw_full_disks(full);
+  c.faults.draw_full_disks(seed);
   return c;
 }
 

@@ -92,10 +92,8 @@ struct TxnSimConfig {
     c.abort_check = uniform_duration(r, 200ms, 2s);
     c.offsets = r.uniform(3) != 0;
     c.late_seed = r.next_u64();
-    io::Random stops(seed ^ kGracefulStopSalt);
-    c.faults.draw_graceful_stops(stops);
-    io::Random full(seed ^ kFullDiskSalt);
-    c.faults.draw_full_disks(full);
+    c.faults.draw_graceful_stops(seed);
+    c.faults.draw_full_disks(seed);
     return c;
   }
   std::string describe() const {

@@ -173,32 +173,48 @@ TEST(World, RestartKeepsSyncedData) {
   EXPECT_EQ(got, "durable");
 }
 
-// Appends 1 KiB to a file every 10 ms, noting each ENOSPC and each write
-// that went through after `after` (virtual time).
+// Appends 1 KiB to a file every 10 ms, noting each ENOSPC, each write that
+// went through after one before `after` (virtual time: the fill ended on its
+// own), and each write that went through after `after`.
 struct FullDiskTally {
   int no_space = 0;
   int other_errors = 0;
+  int recovered = 0;
   int written_after = 0;
 };
 io::Task<void> keep_appending(io::Context* ctx, World* world, io::Duration after, FullDiskTally* tally) {
   auto file = co_await ctx->disk().open("data", io::OpenMode::kCreate);
   BROOK_ASSERT(file.ok());
+  bool full = false;
   while (true) {
     const absl::Status s = co_await (*file)->append(io::BufferChain(io::Buffer::allocate(1024)));
     if (absl::IsResourceExhausted(s)) {
       ++tally->no_space;
+      full = true;
     } else if (!s.ok()) {
       ++tally->other_errors;
     } else if (world->elapsed() > after) {
       ++tally->written_after;
+    } else if (full) {
+      ++tally->recovered;
+      full = false;
     }
     co_await ctx->clock().sleep_for(10ms);
   }
 }
 
-// The full-disk fault class: while a node's disk is full its writes fail
-// with ENOSPC (and nothing else does), and stop() gives every disk its space
-// back.
+// Looks at its own node's disk every 10 ms, writing nothing (a workload
+// client), and counts the looks that found it full.
+io::Task<void> watch_own_disk(io::Context* ctx, World* world, int self, int* found_full) {
+  while (true) {
+    if (world->node(self).disk().faults().capacity_bytes != UINT64_MAX) ++*found_full;
+    co_await ctx->clock().sleep_for(10ms);
+  }
+}
+
+// The full-disk fault class: only disks that hold something fill up; while
+// a node's disk is full its writes fail with ENOSPC (and nothing else does);
+// each fill ends on its own, and stop() gives every disk its space back.
 TEST(FaultSchedule, FullDisksFailWritesUntilTheSpaceComesBack) {
   World world(11);
   FaultConfig config;
@@ -209,15 +225,20 @@ TEST(FaultSchedule, FullDisksFailWritesUntilTheSpaceComesBack) {
   for (FullDiskTally& tally : tallies) {
     world.add_node().start([&](io::Context& ctx) { return keep_appending(&ctx, &world, 29s, &tally); });
   }
+  int client_found_full = 0;
+  world.add_node().start([&](io::Context& ctx) { return watch_own_disk(&ctx, &world, 2, &client_found_full); });
   FaultSchedule schedule(world, config);
   schedule.start();
   world.run_for(29s);
   schedule.stop();
   world.run_for(2s);
   EXPECT_GE(schedule.full_disks, 10u);
+  EXPECT_EQ(client_found_full, 0);  // every fill landed on a disk with data
   for (int i = 0; i < 2; ++i) {
     EXPECT_GT(tallies[i].no_space, 0) << "node " << i;
     EXPECT_EQ(tallies[i].other_errors, 0) << "node " << i;
+    // Fills last at most 2 s, so most end well before stop().
+    EXPECT_GE(tallies[i].recovered, 3) << "node " << i;
     EXPECT_GE(tallies[i].written_after, 190) << "node " << i;  // every write once the space is back
     EXPECT_EQ(world.node(i).disk().faults().capacity_bytes, UINT64_MAX);
   }

@@ -832,8 +832,7 @@ io::Task<net::CreateTopicsResponse> QuorumController::create_topics(net::CreateT
       result.configs = std::nullopt;
       result.num_partitions = -1;
       result.replication_factor = -1;
-      result.error_code = err(net::Error::kNotController);
-      result.error_message = std::string(kNotControllerMessage);
+      refuse(result);
     }
   }
   co_return response;
@@ -1304,7 +1303,8 @@ std::pair<net::Error, std::string> QuorumController::reassignment_change(
     c.target_adding = std::move(adding);
     c.target_removing = std::move(removing);
   }
-  std::optional<net::PartitionChangeRecord> record = build_partition_change(*p, c, [&](int32_t id) { return eligible(id); });
+  std::optional<net::PartitionChangeRecord> record =
+      build_partition_change(*p, c, [&](int32_t id) { return eligible(id); });
   if (record.has_value()) {
     absl::Status applied = pending.apply(*record);
     BROOK_ASSERT_MSG(applied.ok(), "controller: {}", applied.ToString());
