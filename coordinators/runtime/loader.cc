@@ -112,6 +112,19 @@ io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader,
       }
     }
   }
+  // Serve nothing that is not committed (load_partition in loader.h).
+  bool waited = false;
+  while (true) {
+    if (superseded()) co_return;
+    const net::Error committed = co_await reader.wait_committed(partition, epoch, offset);
+    if (committed == net::Error::kNone || committed == net::Error::kNotEnoughReplicasAfterAppend) break;
+    // Led no longer: the next leadership sync unloads the shard.
+    if (committed == net::Error::kNotCoordinator) co_return;
+    if (!waited) {
+      log.info("coordinator: {}-{} waits for its high watermark to reach offset {}", topic, partition, offset);
+      waited = true;
+    }
+  }
   if (superseded()) co_return;
   coordinator.finish_load(partition, epoch);
   log.info("coordinator: {}-{} loaded {} records up to offset {} in epoch {}", topic, partition, records, offset,

@@ -20,6 +20,7 @@
 #include "io/clock.h"
 #include "io/log.h"
 #include "io/task.h"
+#include "net/kafka/errors.h"
 
 namespace brook::runtime {
 
@@ -75,6 +76,12 @@ class PartitionReader {
   // [log start, log end) of `partition`, or nullopt when it is not here.
   virtual std::optional<std::pair<int64_t, int64_t>> bounds(int32_t partition) = 0;
   virtual io::Task<absl::StatusOr<Chunk>> read(int32_t partition, int64_t offset, size_t max_bytes) = 0;
+  // Returns once the records of `partition` below `end_offset` are
+  // committed (the high watermark reached it: kNone, or
+  // NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR is below its minimum), or
+  // NOT_COORDINATOR when this broker no longer leads it in `epoch`, or
+  // REQUEST_TIMED_OUT.
+  virtual io::Task<net::Error> wait_committed(int32_t partition, int32_t epoch, int64_t end_offset) = 0;
 };
 
 struct LeadershipChange {
@@ -105,7 +112,13 @@ struct LoadOptions {
 // transactional batches go to replay_transactional, and commit and abort
 // markers to replay_marker; other control batches (leader changes) are
 // skipped. A load never ends before the log end it started with unless the
-// log was truncated below it meanwhile.
+// log was truncated below it meanwhile, and it finishes only once all it
+// replayed is committed: records past the high watermark may still be
+// truncated away (a later leader without them makes the followers drop
+// them), so answers built on them could be undone, as an assignment handed
+// out from a generation that then vanishes. (Kafka's coordinator runtime
+// likewise holds its answers until the records they rest on commit.)
+// While it waits the shard answers COORDINATOR_LOAD_IN_PROGRESS.
 io::Task<void> load_partition(Coordinator& coordinator, PartitionReader& reader, const io::Clock& clock,
                               io::Logger& log, std::string topic, int32_t partition, int32_t epoch,
                               LoadOptions options = {});

@@ -372,6 +372,14 @@ class MemoryReader final : public PartitionReader {
     if (found != nullptr) out.records = damaged ? bytes("garbage that is no batch at all") : *found;
     co_return out;
   }
+  // Each call waits `delay`, then reports what `high_watermark` and
+  // `led` say.
+  io::Task<Error> wait_committed(int32_t, int32_t, int64_t end_offset) override {
+    co_await ctx_->clock().sleep_for(delay);
+    ++commit_waits;
+    if (!led) co_return Error::kNotCoordinator;
+    co_return high_watermark >= end_offset ? Error::kNone : Error::kRequestTimedOut;
+  }
 
   io::Context* ctx_;
   io::Duration delay = 1ms;
@@ -380,6 +388,9 @@ class MemoryReader final : public PartitionReader {
   bool damaged = false;
   int empty_reads = 0;
   int reads = 0;
+  int64_t high_watermark = INT64_MAX;
+  bool led = true;
+  int commit_waits = 0;
   std::vector<std::pair<int64_t, io::Buffer>> batches;
 };
 
@@ -467,6 +478,40 @@ TEST(Loader, ASupersededLoadStopsAndTheNewerOneServes) {
   sync_leadership(h.coordinator, {});
   h.world.run_for(1s);
   EXPECT_EQ(h.coordinator.shards.check(0), Error::kNotCoordinator);
+}
+
+// A shard is served only once all it replayed is committed: records past
+// the high watermark may yet be truncated away by another leader.
+TEST(Loader, ServesOnlyOnceWhatItReplayedIsCommitted) {
+  LoadHarness h;
+  h.reader->add({{"a", "1"}});
+  h.reader->add({{"b", "2"}});
+  h.reader->add({{"c", "3"}});
+  h.reader->high_watermark = 2;
+  sync_leadership(h.coordinator, {{0, 1}});
+  h.load(0, 1);
+  h.world.run_for(1s);
+  EXPECT_EQ(h.coordinator.replayed[0].size(), 3u);
+  EXPECT_EQ(h.coordinator.shards.check(0), Error::kCoordinatorLoadInProgress);
+  EXPECT_GT(h.reader->commit_waits, 10);
+  h.reader->high_watermark = 3;
+  h.world.run_for(1s);
+  EXPECT_EQ(h.coordinator.shards.check(0), Error::kNone);
+  // Leadership lost while waiting: never served, and unloaded by the sync.
+  LoadHarness h2;
+  h2.reader->add({{"a", "1"}});
+  h2.reader->high_watermark = 0;
+  sync_leadership(h2.coordinator, {{0, 1}});
+  h2.load(0, 1);
+  h2.world.run_for(100ms);
+  h2.reader->led = false;
+  h2.world.run_for(1s);
+  EXPECT_EQ(h2.coordinator.shards.check(0), Error::kCoordinatorLoadInProgress);
+  const int waits = h2.reader->commit_waits;
+  h2.world.run_for(1s);
+  EXPECT_EQ(h2.reader->commit_waits, waits);  // the load has ended
+  sync_leadership(h2.coordinator, {});
+  EXPECT_EQ(h2.coordinator.shards.check(0), Error::kNotCoordinator);
 }
 
 TEST(Loader, ADamagedPartitionIsNotServed) {
