@@ -1074,15 +1074,13 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       "producer-ids={} fetches={} (incremental {}, session "
       "resets {}) records-read={} broker-starts={} replica-records-compared={} churn: created={} deleted={} "
       "acked={} read={}; reassignments={} (refused {}); "
-      "faults: crashes={} graceful-stops={} full-disks={} partitions={} clogs={} resets={} wall-jumps={} "
-      "revivals={} buggify-fired={}",
+      "faults: {} buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
       shared.broker_starts, shared.replica_records_compared, shared.churn_created, shared.churn_deleted,
       shared.churn_records_acked, shared.churn_records_read, shared.reassignments, shared.reassignments_refused,
-      faults.crashes, faults.graceful_stops, faults.full_disks, faults.partitions, faults.clogs, faults.resets,
-      faults.wall_jumps, faults.revivals, world.buggify().fired());
+      faults.counters(), world.buggify().fired());
   return result;
 }
 

@@ -116,12 +116,10 @@ std::string summarize(World& world, const DemoOracle& oracle, const FaultSchedul
   const NetworkStats& net = world.network().stats();
   return fmt::format(
       "records appended={} replicated={} connections={} recoveries={} torn-tails={}; "
-      "faults: crashes={} partitions={} clogs={} resets={} wall-jumps={} revivals={} "
-      "disk-errors={} torn-writes={} lost-writes={} net-resets={} hold-timeouts={} "
+      "faults: {} disk-errors={} torn-writes={} lost-writes={} net-resets={} hold-timeouts={} "
       "buggify-fired={}",
       oracle.records_appended, oracle.records_replicated, oracle.connections, oracle.recoveries,
-      oracle.torn_tails, faults.crashes, faults.partitions, faults.clogs, faults.resets,
-      faults.wall_jumps, faults.revivals, disk_errors, torn, lost, net.resets, net.hold_timeouts,
+      oracle.torn_tails, faults.counters(), disk_errors, torn, lost, net.resets, net.hold_timeouts,
       world.buggify().fired());
 }
 

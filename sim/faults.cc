@@ -235,6 +235,12 @@ void FaultSchedule::stop_tick() {
   arm(config_.stop_interval, [this] { stop_tick(); });
 }
 
+std::string FaultSchedule::counters() const {
+  return fmt::format("crashes={}{} full-disks={} partitions={} clogs={} resets={} wall-jumps={} revivals={}", crashes,
+                     graceful_stop ? fmt::format(" graceful-stops={}", graceful_stops) : std::string(), full_disks,
+                     partitions, clogs, resets, wall_jumps, revivals);
+}
+
 // The disk of one node that has written to it (a server; a workload
 // client's disk stays empty) fills up to within a few bytes of what it
 // holds now, and is given its space back later (stop() gives it back too).

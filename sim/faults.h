@@ -102,6 +102,10 @@ class FaultSchedule {
   uint64_t revivals = 0;
   uint64_t graceful_stops = 0;
   uint64_t full_disks = 0;
+  // The counters above for a run's summary: "crashes=N graceful-stops=N
+  // full-disks=N partitions=N ..." (graceful stops where the scenario has
+  // them).
+  std::string counters() const;
 
  private:
   io::Random& random() { return world_.random(); }

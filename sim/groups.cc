@@ -523,11 +523,9 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
       "{}: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
-      "broker-starts={}; faults: crashes={} graceful-stops={} full-disks={} partitions={} clogs={} resets={} "
-      "wall-jumps={} revivals={} buggify-fired={}",
+      "broker-starts={}; faults: {} buggify-fired={}",
       options.name, shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
-      shared.member_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.full_disks,
-      faults.partitions, faults.clogs, faults.resets, faults.wall_jumps, faults.revivals, world.buggify().fired());
+      shared.member_starts, shared.broker_starts, faults.counters(), world.buggify().fired());
   return result;
 }
 

@@ -1467,13 +1467,12 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   }
   result.summary += fmt::format(
       "epochs={} elections={} appends={} rejected={} acked={} commit-timeouts={} committed-batches={} "
-      "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: crashes={} "
-      "full-disks={} partitions={} clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
+      "committed-end={} delivered={} records-replayed={} images-compared={} snapshots={}/{}; faults: {} "
+      "buggify-fired={}",
       o.leaders.empty() ? 0 : o.leaders.rbegin()->first, o.elections, o.appends, o.appends_rejected,
       o.acks, o.commit_timeouts, o.committed.size(), o.committed_end(), o.batches_delivered,
       o.records_replayed, o.images_compared, o.snapshots_taken, o.snapshots_loaded,
-      faults.crashes, faults.full_disks, faults.partitions, faults.clogs, faults.resets, faults.wall_jumps,
-      faults.revivals, world.buggify().fired());
+      faults.counters(), world.buggify().fired());
   return result;
 }
 

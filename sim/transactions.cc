@@ -917,12 +917,10 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
   result.summary = fmt::format(
       "{}: transactions committed={} aborted={} unknown={} hung={} inits={} records-checked={} offsets-sent={} "
       "groups-checked={} late-sent={} late-refused={} "
-      "producer-starts={} broker-starts={}; faults: crashes={} graceful-stops={} full-disks={} partitions={} "
-      "clogs={} resets={} wall-jumps={} revivals={} buggify-fired={}",
+      "producer-starts={} broker-starts={}; faults: {} buggify-fired={}",
       options.name, shared.committed, shared.aborted, shared.unknown, shared.hung, shared.inits,
       shared.records_checked, shared.offsets_sent, shared.groups_checked, shared.late_sent, shared.late_refused,
-      shared.producer_starts, shared.broker_starts, faults.crashes, faults.graceful_stops, faults.full_disks,
-      faults.partitions, faults.clogs, faults.resets, faults.wall_jumps, faults.revivals, world.buggify().fired());
+      shared.producer_starts, shared.broker_starts, faults.counters(), world.buggify().fired());
   return result;
 }
 
