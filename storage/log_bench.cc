@@ -39,7 +39,6 @@
 // them alike. A bench is not logic code: clocks, threads and syscalls are
 // fine here.
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,6 +59,7 @@
 
 #include "fmt/format.h"
 #include "io/buffer.h"
+#include "io/real/affinity.h"
 #include "io/scope.h"
 #include "io/status.h"
 #include "io/task.h"
@@ -820,24 +820,18 @@ void bench_compaction(const Options& o) {
               static_cast<double>(last.bytes_written) / (1 << 20));
 }
 
-bool pin_to_cpu(const std::string& cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(std::atoi(cpu.c_str()), &set);
-  if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
-    std::perror("sched_setaffinity");
-    return false;
-  }
-  return true;
-}
-
 int bench_main(int argc, char** argv) {
   const std::optional<Options> o = parse_options(argc, argv);
   if (!o) {
     usage();
     return 2;
   }
-  if (!o->pin_cpu.empty() && !pin_to_cpu(o->pin_cpu)) return 1;
+  if (!o->pin_cpu.empty()) {
+    if (absl::Status pinned = io::real::pin_to_cpu(o->pin_cpu); !pinned.ok()) {
+      std::fprintf(stderr, "brook-log-bench: %s\n", std::string(pinned.message()).c_str());
+      return 1;
+    }
+  }
   const auto started = SteadyClock::now();
   absl::StatusOr<std::unique_ptr<io::uring::Loop>> loop = io::uring::Loop::create();
   const bool io_cases = o->runs("append") || o->runs("read") || o->runs("lookup") ||

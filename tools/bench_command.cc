@@ -32,7 +32,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -60,6 +59,7 @@
 #include <fmt/format.h>
 
 #include "io/buffer.h"
+#include "io/real/affinity.h"
 #include "io/scope.h"
 #include "io/status.h"
 #include "io/task.h"
@@ -314,15 +314,11 @@ io::Task<void> pump(io::Network* net, io::Address server, io::Buffer message,
   (*conn)->close();
 }
 
-// Pins this process to one CPU (thread-per-core, as a production shard would
-// run): called before it starts threads, which inherit it, as do io_uring's
-// io-wq workers, which carry buffered file writes.
+// Pins this process (and the threads it starts afterwards) to one CPU;
+// complains and returns false when it cannot.
 bool pin_to_cpu(const std::string& cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(std::atoi(cpu.c_str()), &set);
-  if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
-    std::perror("sched_setaffinity");
+  if (absl::Status pinned = io::real::pin_to_cpu(cpu); !pinned.ok()) {
+    std::fprintf(stderr, "brook bench: %s\n", std::string(pinned.message()).c_str());
     return false;
   }
   return true;
@@ -737,11 +733,7 @@ int net_main(const Options& options) {
   const auto loops = parse_list(options.get("loops", "1"), kLoopsMax);
   const std::string pin = options.get("pin-cpus", "");
   const size_t comma = pin.find(',');
-  auto is_cpu = [](std::string_view text) {
-    int cpu = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), cpu);
-    return ec == std::errc() && ptr == text.data() + text.size() && cpu >= 0 && cpu < CPU_SETSIZE;
-  };
+  auto is_cpu = [](std::string_view text) { return io::real::parse_cpu(text).ok(); };
   if (!seconds || !message_bytes || *message_bytes == 0 || *message_bytes > (64u << 20) ||
       !rounds || *rounds == 0 || !connections || !loops ||
       (!pin.empty() && (comma == std::string::npos || !is_cpu(pin.substr(0, comma)) ||
