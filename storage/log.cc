@@ -322,13 +322,13 @@ io::Task<absl::StatusOr<AppendResult>> Log::append_as_follower(io::Buffer record
   co_return result;
 }
 
-io::Task<absl::Status> Log::assign_leader_epoch(int32_t epoch) {
+io::Task<absl::StatusOr<int64_t>> Log::assign_leader_epoch(int32_t epoch) {
   auto lock = co_await append_mutex_.lock();
   if (offline()) co_return failure_;
-  if (epoch <= epochs_.latest_epoch().value_or(-1)) co_return absl::OkStatus();
-  if (!epochs_.assign(epoch, log_end_offset_)) co_return absl::OkStatus();
+  const int64_t end = log_end_offset_;
+  if (epoch <= epochs_.latest_epoch().value_or(-1) || !epochs_.assign(epoch, end)) co_return end;
   if (absl::Status s = co_await write_leader_epochs(); !s.ok()) co_return fail(std::move(s));
-  co_return absl::OkStatus();
+  co_return end;
 }
 
 namespace {

@@ -152,8 +152,11 @@ class Log {
   // A new leader's epoch starts at the log end (Kafka assigns it when the
   // replica becomes leader, before any append), so that a follower holding
   // a newer epoch's records learns where the logs diverge. No-op unless
-  // `epoch` is above the latest one.
-  io::Task<absl::Status> assign_leader_epoch(int32_t epoch);
+  // `epoch` is above the latest one. Returns the log end it found: appends
+  // and truncations begun before (a follower's, still under way when the
+  // replica became leader) are done by then, so this, not the log end when
+  // it was called, is where the replica's leadership starts.
+  io::Task<absl::StatusOr<int64_t>> assign_leader_epoch(int32_t epoch);
 
   // Whole batches from the one holding `offset`: at most max_bytes except
   // that the first batch comes whole when min_one_batch. OFFSET_OUT_OF_RANGE

@@ -716,6 +716,39 @@ TEST_F(LogTest, LeaderEpochsFollowAppendsAndTruncation) {
   EXPECT_EQ(log->leader_epochs().latest_entry(), (EpochEntry{9, 6}));
 }
 
+// A replica that becomes leader while its truncation as a follower is still
+// under way starts its epoch where the truncation leaves the log, and says
+// so: the log end when it asked was about to move back.
+TEST_F(LogTest, LeaderEpochAssignedAfterATruncationUnderWay) {
+  std::unique_ptr<Log> log = open();
+  ASSERT_TRUE(run(ex_, log->append_as_leader(make_batch({.records = 3}), 2)).ok());  // 0-2
+  ASSERT_TRUE(run(ex_, log->append_as_leader(make_batch({.records = 2}), 3)).ok());  // 3-4
+  slow_disk();
+  absl::Status truncated = absl::UnknownError("not run");
+  absl::StatusOr<int64_t> start = absl::UnknownError("not run");
+  int64_t end_when_asked = -1;
+  {
+    io::TaskScope scope(ex_);
+    scope.spawn([](Log* log, absl::Status* out) -> io::Task<void> {
+      *out = co_await log->truncate_to(3);
+    }(log.get(), &truncated));
+    scope.spawn([](sim::TestClock* clock, Log* log, int64_t* end_when_asked,
+                   absl::StatusOr<int64_t>* out) -> io::Task<void> {
+      co_await clock->sleep_for(std::chrono::microseconds(500));
+      *end_when_asked = log->log_end_offset();
+      *out = co_await log->assign_leader_epoch(4);
+    }(&clock_, log.get(), &end_when_asked, &start));
+    ex_.run();
+  }
+  disk_.set_faults({});
+  ASSERT_TRUE(truncated.ok()) << truncated;
+  ASSERT_TRUE(start.ok()) << start.status();
+  EXPECT_EQ(end_when_asked, 5);  // the truncation had not finished
+  EXPECT_EQ(*start, 3);
+  EXPECT_EQ(log->log_end_offset(), 3);
+  EXPECT_EQ(log->leader_epochs().entries(), (std::vector<EpochEntry>{{2, 0}, {4, 3}}));
+}
+
 // A new leader's epoch starts at the log end before it has a record: it
 // answers OffsetsForLeaderEpoch at once, appends in that epoch keep its
 // start, and a truncation at the log end (a leader turned follower) drops

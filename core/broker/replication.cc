@@ -1,6 +1,7 @@
 // core/broker/replication.cc: followers fetching from leaders, the leader's
 // view of its followers, the high watermark and ISR changes (see broker.h).
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -38,8 +39,13 @@ io::Task<absl::Status> Broker::become_leader(Partition& p) {
     p.followers.emplace(r, f);
   }
   p.pending_isr.reset();
-  p.leader_epoch_start_offset = p.log->log_end_offset();
-  if (absl::Status s = co_await p.log->assign_leader_epoch(p.leader_epoch); !s.ok()) co_return s;
+  // Where this leadership starts: the log end once a follower's truncation
+  // or append still under way is done (a follower's log end counts towards
+  // the ISR only from there, as in Kafka). The log end now may be about to
+  // move back: taken from it, no follower could ever reach it.
+  // Meanwhile no follower joins the ISR.
+  p.leader_epoch_start_offset = std::numeric_limits<int64_t>::max();
+  CO_ASSIGN_OR_RETURN(p.leader_epoch_start_offset, co_await p.log->assign_leader_epoch(p.leader_epoch));
   // Syncing before acknowledging, the high watermark counts only durable
   // records (maybe_advance_high_watermark): what this replica appended as a
   // follower and had not synced yet is synced now.
