@@ -24,15 +24,16 @@
 //          [--recovery-mib 1024] [--segment-mib 128] [--compact-mib 64]
 //          [--compact-keys 10000] [--compact-value-bytes 256] [--pin-cpu C]
 //          [--only append,read,lookup,recovery,compact] [--breakdown 1]
-//          [--ring-writes 1]
+//          [--ring-writes 1] [--contestants log,file,plain]
 //
 // --breakdown 1 adds where the time goes: the log's CPU per batch for each
 // step of an append, what one io::File::read_at costs by size, and a plain
 // scan (and scan + rewrite + fdatasync) of the recovered files. --pin-cpu
 // pins the process (and io_uring's workers) to one CPU, as `brook bench
 // file` does. --ring-writes 1 sends every write through the ring rather
-// than making small ones inline (io::uring::DiskOptions). Results:
-// docs/benchmarks.md.
+// than making small ones inline (io::uring::DiskOptions). --contestants
+// runs only some of the append case's contestants (the others print 0), so
+// that a profiler sees one at a time. Results: docs/benchmarks.md.
 //
 // Timed cases interleave their contestants round by round (the order
 // rotates) and print medians, so load from other processes falls on all of
@@ -121,6 +122,7 @@ struct Options {
   uint64_t compact_value_bytes = 256;
   std::string pin_cpu;
   std::string only = "append,read,lookup,recovery,compact";
+  std::string contestants = "log,file,plain";
   bool breakdown = false;
   bool ring_writes = false;  // every write through the ring (DiskOptions)
 
@@ -130,12 +132,15 @@ struct Options {
     return d;
   }
 
-  bool runs(std::string_view what) const {
+  bool runs(std::string_view what) const { return listed(only, what); }
+  bool competes(std::string_view who) const { return listed(contestants, who); }
+
+  static bool listed(std::string_view list, std::string_view what) {
     size_t start = 0;
-    while (start <= only.size()) {
-      size_t end = only.find(',', start);
-      if (end == std::string::npos) end = only.size();
-      if (std::string_view(only).substr(start, end - start) == what) return true;
+    while (start <= list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos) end = list.size();
+      if (list.substr(start, end - start) == what) return true;
       start = end + 1;
     }
     return false;
@@ -149,7 +154,7 @@ void usage() {
                "         [--recovery-mib 1024] [--segment-mib 128] [--compact-mib 64]\n"
                "         [--compact-keys 10000] [--compact-value-bytes 256] [--pin-cpu C]\n"
                "         [--only append,read,lookup,recovery,compact] [--breakdown 1]\n"
-               "         [--ring-writes 1]\n");
+               "         [--ring-writes 1] [--contestants log,file,plain]\n");
 }
 
 std::optional<Options> parse_options(int argc, char** argv) {
@@ -173,6 +178,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
       o.pin_cpu = value;
     } else if (key == "only") {
       o.only = value;
+    } else if (key == "contestants") {
+      o.contestants = value;
     } else if (key == "breakdown") {
       o.breakdown = value != "0";
     } else if (key == "ring-writes") {
@@ -185,7 +192,8 @@ std::optional<Options> parse_options(int argc, char** argv) {
     }
   }
   if (o.record_bytes == 0 || o.batch_kib == 0 || o.rounds == 0 || o.append_mib == 0 ||
-      o.segment_mib == 0 || o.compact_keys == 0 || o.record_bytes > (o.batch_kib << 10)) {
+      o.segment_mib == 0 || o.compact_keys == 0 || o.record_bytes > (o.batch_kib << 10) ||
+      !(o.competes("log") || o.competes("file") || o.competes("plain"))) {
     return std::nullopt;
   }
   return o;
@@ -407,7 +415,10 @@ void bench_append(io::uring::Loop& loop, const Options& o, const std::vector<io:
               static_cast<double>(bytes) / (1 << 20), static_cast<unsigned long long>(o.rounds));
   std::printf("  %-22s %10s %10s %10s %8s %8s\n", "case", "log MB/s", "file MB/s", "plain MB/s",
               "log/plain", "file/plain");
-  const std::vector<std::string> who = {"log", "file", "plain"};
+  std::vector<std::string> who;
+  for (const char* w : {"log", "file", "plain"}) {
+    if (o.competes(w)) who.emplace_back(w);
+  }
   for (const uint64_t sync_every : {uint64_t{0}, o.sync_kib << 10}) {
     std::map<std::string, std::vector<double>> samples;
     for (uint64_t round = 0; round < o.rounds; ++round) {
