@@ -39,11 +39,11 @@ io::Task<absl::Status> Broker::become_leader(Partition& p) {
     p.followers.emplace(r, f);
   }
   p.pending_isr.reset();
-  // Where this leadership starts: the log end once a follower's truncation
-  // or append still under way is done (a follower's log end counts towards
-  // the ISR only from there, as in Kafka). The log end now may be about to
-  // move back: taken from it, no follower could ever reach it.
-  // Meanwhile no follower joins the ISR.
+  // Where this leadership starts (a follower's log end counts towards the
+  // ISR only from there, as in Kafka): the log end once a truncation or
+  // append begun as a follower is done. The log end now may be about to
+  // move back, and taken from it no follower could ever reach it. No
+  // follower joins the ISR meanwhile.
   p.leader_epoch_start_offset = std::numeric_limits<int64_t>::max();
   CO_ASSIGN_OR_RETURN(p.leader_epoch_start_offset, co_await p.log->assign_leader_epoch(p.leader_epoch));
   // Syncing before acknowledging, the high watermark counts only durable
