@@ -807,22 +807,34 @@ io::Task<void> RaftNode::fetch_loop() {
                                                            fmt::format("raft-{}", config_.node_id)));
   }
   size_t rotation = 0;
+  // An observer whose leader did not answer asks another node next: it has
+  // no fetch timeout that would start an election, and the voters tell only
+  // each other of a new leader (BeginQuorumEpoch), so without this it would
+  // ask a leader that is gone for ever (Kafka's observers do the same).
+  bool ask_another = false;
   while (true) {
     int32_t leader = kNoNode;
     net::Peer* target = nullptr;
-    if (role_ == Role::kFollower && state_.leader_id >= 0 && peer(state_.leader_id) != nullptr) {
+    const bool following = role_ == Role::kFollower && state_.leader_id >= 0 && peer(state_.leader_id) != nullptr;
+    if (following && !(ask_another && !is_voter())) {
       leader = state_.leader_id;
       target = peer(leader);
     } else if (!is_voter()) {
-      // An observer without a leader asks the voters and the bootstrap
-      // servers in turn; their answer names the leader.
+      // An observer without a leader, or whose leader did not answer, asks
+      // the (other) voters and the bootstrap servers in turn; their answer
+      // names the leader.
       std::vector<int32_t> ids = voter_ids();
+      if (following) std::erase(ids, state_.leader_id);
       const size_t choices = ids.size() + bootstrap_peers_.size();
       if (choices > 0) {
         const size_t pick = rotation++ % choices;
         target = pick < ids.size() ? peer(ids[pick]) : bootstrap_peers_[pick - ids.size()].get();
+      } else if (following) {
+        leader = state_.leader_id;  // no one else to ask
+        target = peer(leader);
       }
     }
+    ask_another = false;
     if (target == nullptr) {
       if (role_ == Role::kFollower || !is_voter()) {
         co_await io::with_deadline(ctx_->clock(), ctx_->clock().now() + config_.retry_backoff * 5,
@@ -836,6 +848,7 @@ io::Task<void> RaftNode::fetch_loop() {
     if (!failure_.ok()) co_return;
     if (!s.ok()) {
       ctx_->log().debug("raft: fetch from {}: {}", leader, s.ToString());
+      ask_another = leader != kNoNode;
       co_await ctx_->clock().sleep_for(config_.retry_backoff * 5);
     }
   }

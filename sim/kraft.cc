@@ -1476,24 +1476,26 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
   return result;
 }
 
-absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters) {
+absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters, int observers) {
   KraftConfig config;
   config.voters = voters;
+  config.observers = observers;
   config.write_interval_min = 10ms;
   config.write_interval_max = 10ms;
   config.records_per_batch_max = 1;
   config.election_timeout = 1s;
   WorldOptions world_options;
   world_options.scenario = "kraft-failover";
-  KraftShared shared(config, voters);  // before the World, as in run_kraft
+  const int nodes = voters + observers;
+  KraftShared shared(config, nodes);  // before the World, as in run_kraft
   World world(seed, world_options);
-  for (int i = 0; i < voters; ++i) {
+  for (int i = 0; i < nodes; ++i) {
     Node& node = world.add_node();
     shared.addresses.push_back(node.address(kControllerPort));
-    shared.voters.emplace(i + 1, node.address(kControllerPort));
+    if (i < voters) shared.voters.emplace(i + 1, node.address(kControllerPort));
   }
   KraftShared* s = &shared;
-  for (int i = 0; i < voters; ++i) {
+  for (int i = 0; i < nodes; ++i) {
     world.node(i).start([s, i](io::Context& ctx) { return kraft_node_main(&ctx, s, i); });
   }
   world.run_for(5s);
@@ -1508,17 +1510,32 @@ absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters) {
   const int32_t old_epoch = shared.live[static_cast<size_t>(leader)]->epoch();
   world.node(leader).crash();
   const int64_t crashed = world.now_ns();
+  // A new leader has committed a write, and every observer follows it and
+  // knows that write committed.
   const bool ok = world.run_until(
       [&] {
         if (shared.oracle.last_ack_ns <= crashed) return false;
+        const raft::RaftNode* next = nullptr;
         for (int i = 0; i < voters; ++i) {
           const raft::RaftNode* n = shared.live[static_cast<size_t>(i)];
-          if (n != nullptr && n->role() == raft::Role::kLeader && n->epoch() > old_epoch) return true;
+          if (n != nullptr && n->role() == raft::Role::kLeader && n->epoch() > old_epoch) next = n;
         }
-        return false;
+        if (next == nullptr) return false;
+        for (int i = voters; i < nodes; ++i) {
+          const raft::RaftNode* n = shared.live[static_cast<size_t>(i)];
+          if (n == nullptr || n->leader_id() != next->node_id() || n->epoch() != next->epoch() ||
+              n->high_watermark() < shared.oracle.acked_end) {
+            return false;
+          }
+        }
+        return true;
       },
       60s);
-  if (!ok) return absl::DeadlineExceededError("no new leader committed within 60 s");
+  if (!ok) {
+    return absl::DeadlineExceededError(observers == 0
+                                           ? "no new leader committed within 60 s"
+                                           : "no new leader committed and reached every observer within 60 s");
+  }
   return io::Duration(world.now_ns() - crashed);
 }
 

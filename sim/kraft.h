@@ -121,7 +121,9 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options);
 // Failover in the simulator, without faults: `voters` controllers (default
 // timeouts, election timeout 1 s), writes every 10 ms; the leader of the
 // first epoch loses power at 5 s and stays down. Returns the simulated
-// time from the crash until a leader of a later epoch commits a write.
-absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters);
+// time from the crash until a leader of a later epoch commits a write and
+// each of `observers` more nodes (Raft observers, as brokers are) follows
+// that leader and knows the write committed.
+absl::StatusOr<io::Duration> simulated_failover(uint64_t seed, int voters, int observers = 0);
 
 }  // namespace brook::sim

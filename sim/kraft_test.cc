@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "sim/kraft.h"
 #include "sim/scenario.h"
 
 namespace brook::sim {
@@ -85,6 +86,20 @@ uint64_t first_failure_with(const std::string& name, uint64_t seeds, std::string
 
 // A dynamic quorum grown from one node and reshaped under faults replays
 // to the same trace, and changes its voters.
+// The leader loses power and stays down: the voters elect another, and an
+// observer (a broker, in a cluster) that followed the old leader finds the
+// new one by asking the other voters, as Kafka's observers do once their
+// leader stops answering, and sees its writes commit.
+TEST(KraftFailover, ObserversFindTheNextLeaderWhenTheLeaderStaysDown) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    absl::StatusOr<io::Duration> took = simulated_failover(seed, 3, 2);
+    ASSERT_TRUE(took.ok()) << "seed " << seed << ": " << took.status();
+    // Fetch timeout 2 s, election timeout 1 s: a new leader and the
+    // observers' next fetch well within 10 s.
+    EXPECT_LT(*took, std::chrono::seconds(10)) << "seed " << seed;
+  }
+}
+
 TEST(ReconfigScenario, SameSeedSameTrace) {
   const ScenarioResult a = run("kraft-reconfig", 4);
   const ScenarioResult b = run("kraft-reconfig", 4);
