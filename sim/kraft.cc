@@ -273,6 +273,11 @@ struct KraftShared {
   std::vector<int> boots;
   uint64_t port_moves = 0;
   int moved = -1;  // the node that moved (index), if one did
+  // The offset of the latest voter set committed when it moved, and
+  // whether a voter set committed since names its new address (or no
+  // longer names it).
+  int64_t moved_after = -1;
+  bool move_recorded = false;
   KraftOracle oracle;
   std::vector<raft::RaftNode*> live;  // per node, while its main task runs
   // Per node, while its main task runs: the image its listener replayed.
@@ -366,6 +371,15 @@ class Checker final : public raft::RaftListener, public raft::RaftProbe, public 
         std::set<int32_t> ids;
         for (const auto& entry : *kraft->voters) ids.insert(entry.first);
         shared_->oracle.voters_committed(batch.last_offset, std::move(ids));
+        if (shared_->moved >= 0 && batch.last_offset > shared_->moved_after) {
+          const int32_t id = shared_->moved + 1;
+          auto v = kraft->voters->find(id);
+          if (v == kraft->voters->end() ||
+              v->second.address(shared_->raft_config(shared_->moved).listener_name) ==
+                  shared_->address_of(shared_->moved)) {
+            shared_->move_recorded = true;
+          }
+        }
       }
     }
     ++batches_since_snapshot;
@@ -972,14 +986,11 @@ io::Task<void> membership_agent(io::Context* ctx, raft::RaftNode* node, KraftSha
     for (int32_t id : s->target_voters) {
       if (!voters.contains(id)) changes.emplace_back(true, id);
     }
-    // No voter change while a moved voter's new address is not in the set
-    // yet: the others must stay a majority that can reach each other.
-    if (s->moved >= 0) {
-      auto v = voters.find(s->moved + 1);
-      const std::optional<io::Address> known =
-          v == voters.end() ? std::nullopt : v->second.address(node->config().listener_name);
-      if (v != voters.end() && known != s->address_of(s->moved)) continue;
-    }
+    // No voter change while a moved voter's new address is not committed
+    // yet: the others must stay a majority that can reach each other. (The
+    // operator's view, not this node's: a node whose log is behind, the
+    // moved one among them, may not know the moved voter is one.)
+    if (s->moved >= 0 && !s->move_recorded) continue;
     for (const auto& entry : voters) {
       if (!s->target_voters.contains(entry.first)) changes.emplace_back(false, entry.first);
     }
@@ -1040,13 +1051,18 @@ io::Task<absl::Status> format_standalone(io::Context* ctx, const KraftShared* s,
   co_return co_await raft::write_bootstrap_checkpoint(ctx->disk(), rc.log_dir, std::move(first));
 }
 
-// Three or more voters, and every running node's latest voter set is the
-// committed one.
-bool settled_voters(const KraftShared* s) {
+// Three or more voters, every node but `restarting` running, and every
+// running node's latest voter set the committed one. (A node that is down
+// may hold a voter set that never committed, and win an election with it.)
+bool settled_voters(const KraftShared* s, int restarting) {
   const std::set<int32_t> committed = s->final_voters();
   if (committed.size() < 3) return false;
-  for (const raft::RaftNode* n : s->live) {
-    if (n == nullptr) continue;
+  for (size_t i = 0; i < s->addresses.size(); ++i) {
+    const raft::RaftNode* n = i < s->live.size() ? s->live[i] : nullptr;
+    if (n == nullptr) {
+      if (static_cast<int>(i) != restarting) return false;
+      continue;
+    }
     std::set<int32_t> ids;
     for (const auto& entry : n->voters()) ids.insert(entry.first);
     if (ids != committed) return false;
@@ -1057,19 +1073,21 @@ bool settled_voters(const KraftShared* s) {
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   if (s->boots.size() <= static_cast<size_t>(index)) s->boots.resize(static_cast<size_t>(index) + 1, 0);
   const int boot = ++s->boots[static_cast<size_t>(index)];
-  if (s->config.reconfig && boot > 1 && s->port_moves == 0 && settled_voters(s) && ctx->random().bernoulli(0.3)) {
+  if (s->config.reconfig && boot > 1 && s->port_moves == 0 && settled_voters(s, index) && ctx->random().bernoulli(0.3)) {
     // Back on another port: the voter set still names the old one until
     // this node's UpdateRaftVoter commits, and a leader elected meanwhile
     // must still be reachable (it tells its followers in BeginQuorumEpoch).
-    // Once per run, among three or more voters with no voter change under
-    // way, and the agents change no voter until the move is recorded: the
-    // others can still reach a majority. (A quorum in which most voters
+    // Once per run, among three or more voters, with every other node up
+    // and no voter change under way, and the agents change no voter until
+    // a voter set naming the new address commits: the others can still
+    // reach a majority. (A quorum in which most voters
     // moved at once, or one of two, can elect no leader that would record
     // the new addresses; Kafka's quorum is no different.)
     io::Address& a = s->addresses[static_cast<size_t>(index)];
     a = io::Address(a.host, static_cast<uint16_t>(kControllerPort + boot));
     ++s->port_moves;
     s->moved = index;
+    s->moved_after = s->oracle.committed_voters.empty() ? -1 : s->oracle.committed_voters.rbegin()->first;
   }
   if (s->config.reconfig && index == 0) {
     absl::Status formatted = co_await format_standalone(ctx, s, index);
