@@ -1073,16 +1073,17 @@ bool settled_voters(const KraftShared* s, int restarting) {
 io::Task<void> kraft_node_main(io::Context* ctx, KraftShared* s, int index) {
   if (s->boots.size() <= static_cast<size_t>(index)) s->boots.resize(static_cast<size_t>(index) + 1, 0);
   const int boot = ++s->boots[static_cast<size_t>(index)];
-  if (s->config.reconfig && boot > 1 && s->port_moves == 0 && settled_voters(s, index) && ctx->random().bernoulli(0.3)) {
+  if (s->config.reconfig && boot > 1 && s->port_moves == 0 && settled_voters(s, index) &&
+      ctx->random().bernoulli(0.3)) {
     // Back on another port: the voter set still names the old one until
     // this node's UpdateRaftVoter commits, and a leader elected meanwhile
     // must still be reachable (it tells its followers in BeginQuorumEpoch).
     // Once per run, among three or more voters, with every other node up
     // and no voter change under way, and the agents change no voter until
     // a voter set naming the new address commits: the others can still
-    // reach a majority. (A quorum in which most voters
-    // moved at once, or one of two, can elect no leader that would record
-    // the new addresses; Kafka's quorum is no different.)
+    // reach a majority. (A quorum in which most voters moved at once, or
+    // one of two, can elect no leader that would record the new
+    // addresses; Kafka's quorum is no different.)
     io::Address& a = s->addresses[static_cast<size_t>(index)];
     a = io::Address(a.host, static_cast<uint16_t>(kControllerPort + boot));
     ++s->port_moves;
