@@ -822,7 +822,8 @@ def cluster_checks(work):
     an idempotent acks=all producer keeps
     writing while a partition leader is killed (SIGKILL); every acknowledged
     message is then read back exactly once, and the killed broker, restarted,
-    catches up and rejoins the ISR."""
+    catches up and rejoins the ISR. Last, the active controller is killed
+    for good and the brokers carry on with the next one."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -1009,6 +1010,7 @@ def cluster_checks(work):
               sorted(second) == sorted(f"late-{i}" for i in range(100)), f"{len(second)} read: {second[:3]}")
         brokers[coordinator].start()
         reassignment_checks(work, brokers, bootstrap)
+        controller_failover_checks(controllers, bootstrap)
     except BaseException:
         for proc in procs:
             if os.path.exists(proc.log):
@@ -1021,6 +1023,73 @@ def cluster_checks(work):
                 proc.stop()
             except Exception as e:
                 print(f"stopping {proc.log}: {e}")
+
+
+def controller_failover_checks(controllers, bootstrap):
+    """The active controller is killed (SIGKILL) and stays down: the other
+    two elect a leader, and the brokers, which only observe the quorum and
+    are not told of the election, find it by themselves. A topic created
+    through them then exists on every broker and takes writes that are read
+    back."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    def quorum_leader():
+        # Asked of a broker, which forwards DescribeQuorum to the active controller.
+        out = run([BROOK, "metadata-quorum", "--bootstrap-server", bootstrap.split(",")[0], "describe"]).decode()
+        for line in out.splitlines():
+            if line.startswith("LeaderId:"):
+                return int(line.split(":")[1])
+        return None
+
+    old = quorum_leader()
+    check("controller failover: the quorum has a leader", old in (1, 2, 3), str(old))
+    controllers[old - 1].stop(signal.SIGKILL)
+    started = time.time()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = "after-controller-failover"
+    error = None
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            for f in admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=3)]).values():
+                f.result(30)
+            error = None
+            break
+        except Exception as e:  # NOT_CONTROLLER, timeouts while the brokers look for the new leader
+            error = e
+            if "TOPIC_ALREADY_EXISTS" in str(e):
+                error = None
+                break
+            time.sleep(0.5)
+    check("controller failover: a topic is created through the brokers once the active controller is gone",
+          error is None, repr(error))
+    new = quorum_leader()
+    check("controller failover: another controller leads", new in (1, 2, 3) and new != old, f"{old} -> {new}")
+    seen_by = []
+    deadline = time.time() + 30
+    while time.time() < deadline and len(seen_by) < 3:
+        seen_by = []
+        for b in bootstrap.split(","):
+            md = AdminClient({"bootstrap.servers": b}).list_topics(topic, timeout=10)
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and len(t.partitions) == 2 and \
+                    all(p.leader >= 0 for p in t.partitions.values()):
+                seen_by.append(b)
+        if len(seen_by) < 3:
+            time.sleep(0.2)
+    check("controller failover: every broker's metadata has the new topic", len(seen_by) == 3, str(seen_by))
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    acked = []
+    for i in range(100):
+        p.produce(topic, value=f"f{i}".encode(), partition=0,
+                  on_delivery=lambda err, msg: err is None and acked.append(msg.value().decode()))
+    p.flush(60)
+    got = read_partition(bootstrap, topic, 100, 30)
+    check("controller failover: writes to the new topic are acknowledged and read back",
+          len(acked) == 100 and sorted(got) == sorted(acked), f"{len(acked)} acked, {len(got)} read")
+    print(f"controller failover: controller {old} killed, {new} leads; topic served after "
+          f"{time.time() - started:.1f} s", flush=True)
 
 
 def reassignment_checks(work, brokers, bootstrap):
