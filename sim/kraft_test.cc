@@ -84,8 +84,6 @@ uint64_t first_failure_with(const std::string& name, uint64_t seeds, std::string
   return 0;
 }
 
-// A dynamic quorum grown from one node and reshaped under faults replays
-// to the same trace, and changes its voters.
 // The leader loses power and stays down: the voters elect another, and an
 // observer (a broker, in a cluster) that followed the old leader finds the
 // new one by asking the other voters, as Kafka's observers do once their
@@ -100,6 +98,8 @@ TEST(KraftFailover, ObserversFindTheNextLeaderWhenTheLeaderStaysDown) {
   }
 }
 
+// A dynamic quorum grown from one node and reshaped under faults replays
+// to the same trace, and changes its voters.
 TEST(ReconfigScenario, SameSeedSameTrace) {
   const ScenarioResult a = run("kraft-reconfig", 4);
   const ScenarioResult b = run("kraft-reconfig", 4);
