@@ -8,6 +8,7 @@
 #include <charconv>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,10 @@ struct Shared {
   // high watermark, acknowledged or not): partition -> offset -> value.
   std::vector<std::map<int64_t, std::string>> observed;
   GracefulStops stops;
+  // The node lost for good (index), or -1; loss_near from a few seconds
+  // before the loss may come until it came.
+  int lost = -1;
+  bool loss_near = false;
   std::vector<std::string> violations;
   bool writing = true;
   // World time of each partition's latest acknowledgement.
@@ -164,6 +169,9 @@ struct Shared {
   // none in progress, or one that needs an unclean election).
   uint64_t reassignments = 0;
   uint64_t reassignments_refused = 0;
+  // Partitions of the checked topic found offline because their only
+  // in-sync replica is the node lost for good.
+  std::set<int32_t> offline;
   bool final_read_done = false;
   bool replicas_checked = false;
   uint64_t replica_records_compared = 0;
@@ -172,6 +180,38 @@ struct Shared {
     if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
   }
 };
+
+// Whether partition p of the checked topic has the node lost for good as
+// its only in-sync replica, and no leader, in the image of every running
+// broker (there is one at least). With unclean leader election off (the
+// default, as Kafka's) nothing brings it back: only that replica is known
+// to hold every acknowledged record, so Kafka leaves the partition offline
+// until an operator elects an unclean leader, and so does Brook. It comes
+// about when the other replicas left the ISR (their brokers fenced, or
+// behind) before the lost node's broker was fenced; the loss itself is
+// only made when each partition keeps min.insync.replicas in-sync replicas
+// without it (node_to_lose).
+bool offline_by_loss(const Shared& s, int32_t p) {
+  if (s.lost < 0) return false;
+  bool any = false;
+  for (const broker::Broker* b : s.running) {
+    if (b == nullptr) continue;
+    const metadata::TopicImage* t = b->image().topics().topic(std::string(kTopic));
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
+    if (reg == nullptr || reg->leader != metadata::kNoLeader || reg->isr != std::vector<int32_t>{s.lost + 1}) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
+}
+
+// Notes the partitions offline_by_loss(); true when `p` is one.
+bool note_offline(Shared* s, int32_t p) {
+  if (!offline_by_loss(*s, p)) return false;
+  s->offline.insert(p);
+  return true;
+}
 
 // Every record of a Fetch answer's records: offset -> value.
 absl::Status decode_fetched(const io::Buffer& records, std::vector<std::pair<int64_t, std::string>>* out) {
@@ -684,7 +724,9 @@ io::Task<void> churner(io::Context* ctx, Shared* s) {
     client::NewTopic t;
     t.name = topic;
     t.partitions = partitions;
-    t.replication_factor = static_cast<int16_t>(s->config.replication_factor);
+    // (Once a node is gone, on the nodes left.)
+    const int nodes_left = s->config.nodes - (s->lost >= 0 ? 1 : 0);
+    t.replication_factor = static_cast<int16_t>(std::min(s->config.replication_factor, nodes_left));
     if (sparse) {
       // 1 MiB segments with one index entry each: finding a batch scans
       // many headers, and a read takes many disk operations.
@@ -718,14 +760,21 @@ io::Task<void> reassigner(io::Context* ctx, Shared* s) {
   while (s->writing) {
     co_await ctx->clock().sleep_for(uniform_duration(ctx->random(), 500ms, 5s));
     if (!s->writing) break;
+    // (None while a node may be lost: node_to_lose judges the replicas
+    // from the brokers' images, and a reassignment they do not show yet
+    // could leave a partition too few replicas without it.)
+    if (s->loss_near && s->lost < 0) continue;
     const client::TopicPartition tp(std::string(kTopic),
                                     static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(s->config.partitions))));
     std::optional<std::vector<int32_t>> target;
     if (ctx->random().uniform(5) != 0) {
       std::vector<int32_t> nodes;
-      for (int32_t id = 1; id <= s->config.nodes; ++id) nodes.push_back(id);
+      for (int32_t id = 1; id <= s->config.nodes; ++id) {
+        if (id != s->lost + 1) nodes.push_back(id);  // (not onto a node that is gone)
+      }
       ctx->random().shuffle(nodes);
-      nodes.resize(static_cast<size_t>(ctx->random().uniform_range(s->config.min_insync, s->config.nodes)));
+      const int64_t most = static_cast<int64_t>(nodes.size());
+      nodes.resize(static_cast<size_t>(ctx->random().uniform_range(s->config.min_insync, most)));
       target = std::move(nodes);
     }
     std::map<client::TopicPartition, std::optional<std::vector<int32_t>>> targets;
@@ -774,6 +823,7 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
     bool at_end = true;
     bool changed = false;
     for (const client::TopicPartition& tp : tps) {
+      if (note_offline(s, tp.partition)) continue;
       const std::map<int64_t, std::string>& acked = s->acked[static_cast<size_t>(tp.partition)];
       const int64_t pos = consumer.position(tp).value_or(-1);
       const int64_t hw = consumer.end_offset_seen(tp).value_or(-1);
@@ -787,6 +837,7 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
     if (all_acked || ctx->clock().now() - settled >= 10s) break;
     if (ctx->clock().now() >= deadline) {
       for (const client::TopicPartition& tp : tps) {
+        if (s->offline.contains(tp.partition)) continue;
         s->violation(fmt::format("final read of partition {} stopped at {} (high watermark seen: {})", tp.partition,
                                  consumer.position(tp).value_or(-1), consumer.end_offset_seen(tp).value_or(-1)));
       }
@@ -808,6 +859,9 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
     }
   }
   for (const client::TopicPartition& tp : tps) {
+    // (An offline partition was read as far as it went: no duplicates;
+    // what it holds cannot be read.)
+    const bool offline = s->offline.contains(tp.partition);
     const std::map<int64_t, std::string>& got = read[static_cast<size_t>(tp.partition)];
     std::map<std::string, int64_t> seen;
     for (const auto& [offset, value] : got) {
@@ -817,6 +871,7 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
                                  value, it->second, offset));
       }
     }
+    if (offline) continue;
     // A record once served below the high watermark stays: no read of
     // data a crash can still take (acknowledged or not).
     for (const auto& [offset, value] : s->observed[static_cast<size_t>(tp.partition)]) {
@@ -880,11 +935,13 @@ io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
     std::shared_ptr<broker::Partition> leader;
     for (int i = 0; i < 300; ++i) {
       leader = leader_of(p);
+      if (leader == nullptr && offline_by_loss(*s, p)) break;
       // Caught up: every replica back in the ISR (a follower joins only
       // from a fetch whose last epoch matched the leader's log), all at the
-      // leader's log end.
+      // leader's log end; all but the node lost for good.
       bool caught_up = leader != nullptr && leader->log->high_watermark() == leader->log->log_end_offset() &&
-                       leader->isr.size() == leader->replicas.size();
+                       leader->isr.size() == leader->replicas.size() - static_cast<size_t>(std::count(
+                                                 leader->replicas.begin(), leader->replicas.end(), s->lost + 1));
       for (broker::Broker* b : s->running) {
         if (b == nullptr || leader == nullptr) continue;
         auto it = b->partitions().find({std::string(kTopic), p});
@@ -894,6 +951,7 @@ io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
       if (caught_up) break;
       co_await ctx->clock().sleep_for(100ms);
     }
+    if (leader == nullptr && note_offline(s, p)) continue;
     if (leader == nullptr) {
       s->violation(fmt::format("partition {} has no leader after the final restart", p));
       continue;
@@ -956,6 +1014,39 @@ std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) 
   return out;
 }
 
+// The node whose loss the checked topic can take now, if any: every node
+// up, no reassignment under way, and in every node's image each partition
+// keeps min.insync.replicas replicas and in-sync replicas without it (so
+// acks=all writes go on, and a leader can be elected from what is left
+// without an unclean election). Picked at random among those. Sets
+// s->lost.
+std::optional<int> node_to_lose(World& world, Shared& s) {
+  const int n = s.config.nodes;
+  for (int i = 0; i < n; ++i) {
+    if (!world.node(i).up() || s.running[static_cast<size_t>(i)] == nullptr) return std::nullopt;
+  }
+  std::vector<int> candidates;
+  for (int lost = 0; lost < n; ++lost) {
+    const int32_t id = lost + 1;
+    auto without = [&](const std::vector<int32_t>& ids) {
+      return static_cast<int>(ids.size() - static_cast<size_t>(std::count(ids.begin(), ids.end(), id)));
+    };
+    bool spare = true;
+    for (const broker::Broker* b : s.running) {
+      const metadata::TopicImage* t = b->image().topics().topic(std::string(kTopic));
+      for (int32_t p = 0; spare && p < s.config.partitions; ++p) {
+        const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
+        spare = reg != nullptr && reg->adding_replicas.empty() && reg->removing_replicas.empty() &&
+                without(reg->replicas) >= s.config.min_insync && without(reg->isr) >= s.config.min_insync;
+      }
+    }
+    if (spare) candidates.push_back(lost);
+  }
+  if (candidates.empty()) return std::nullopt;
+  s.lost = candidates[world.random().uniform(candidates.size())];
+  return s.lost;
+}
+
 }  // namespace
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
@@ -966,6 +1057,7 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
     config.replication_factor = 3;
     config.min_insync = 2;
   }
+  if (options.name == "replication-loss") config.faults.draw_node_loss(options.seed);
   const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   Shared shared(config);  // before the World: dying tasks touch it
   World world(options.seed, world_options);
@@ -982,6 +1074,10 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   client.start([s](io::Context& ctx) { return client_main(&ctx, s); });
   FaultSchedule faults(world, config.faults);
   shared.stops.attach(faults);
+  if (config.faults.node_loss_after.count() > 0) {
+    faults.pick_lost = [&] { return node_to_lose(world, shared); };
+    world.schedule(std::max(config.faults.node_loss_after - 5s, io::Duration(0)), [&] { shared.loss_near = true; });
+  }
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -990,7 +1086,9 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   auto stalled = [&] {
     std::vector<int> out;
     for (size_t p = 0; p < shared.last_ack_ns.size(); ++p) {
-      if (shared.last_ack_ns[p] <= heal_ns) out.push_back(static_cast<int>(p));
+      if (shared.last_ack_ns[p] <= heal_ns && !note_offline(&shared, static_cast<int32_t>(p))) {
+        out.push_back(static_cast<int>(p));
+      }
     }
     return out;
   };
@@ -1019,6 +1117,7 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   for (Node* server : servers) server->crash();
   client.crash();
   for (int i = 0; i < config.nodes; ++i) {
+    if (faults.lost(i)) continue;
     servers[static_cast<size_t>(i)]->start([s, i](io::Context& ctx) { return broker_node_main(&ctx, s, i); });
   }
   client.start([s](io::Context& ctx) { return final_read_main(&ctx, s); });
@@ -1073,14 +1172,14 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
       "broker: records sent={} acked={} (offset unknown {}) failed={} produce-requests={} retries={} "
       "producer-ids={} fetches={} (incremental {}, session "
       "resets {}) records-read={} broker-starts={} replica-records-compared={} churn: created={} deleted={} "
-      "acked={} read={}; reassignments={} (refused {}); "
+      "acked={} read={}; reassignments={} (refused {}); offline with the lost node=[{}]; "
       "faults: {} buggify-fired={}",
       shared.records_sent, shared.records_acked, shared.records_acked_unknown_offset, shared.records_failed,
       shared.produce_requests, shared.produce_retries, shared.producer_ids,
       shared.fetches, shared.incremental_fetches, shared.fetch_session_resets, shared.fetched_records,
       shared.broker_starts, shared.replica_records_compared, shared.churn_created, shared.churn_deleted,
       shared.churn_records_acked, shared.churn_records_read, shared.reassignments, shared.reassignments_refused,
-      faults.counters(), world.buggify().fired());
+      fmt::join(shared.offline, ","), faults.counters(), world.buggify().fired());
   return result;
 }
 

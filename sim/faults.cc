@@ -92,12 +92,17 @@ void FaultConfig::draw_full_disks(uint64_t seed) {
   full_disk_headroom_max = static_cast<uint64_t>(r.uniform_range(0, r.bernoulli(0.5) ? 4 << 10 : 64 << 10));
 }
 
+void FaultConfig::draw_node_loss(uint64_t seed) {
+  io::Random r(seed ^ kNodeLossSalt);
+  node_loss_after = uniform_duration(r, 1s, 25s);
+}
+
 std::string FaultConfig::describe() const {
   const DiskFaults& d = disk;
   const LatencyModel& l = network.latency;
   return fmt::format(
       "faults: crash {} (restart within {}, all nodes {:.0f}%); partition {} for <={}; "
-      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}{}{}\n"
+      "clog {} for <={}; reset {}; wall jump {} up to {}; drift <={}ppm; wall offset <={}{}{}{}\n"
       "network: latency {}us+<={}us, stall {:.3f}% x {}..{}, window {}B, bandwidth {}, "
       "partition reset after {}, connect timeout {}\n"
       "disk: lose unsynced {:.0f}%, latency {}..{}us, errors read={:.3f}% write={:.3f}% "
@@ -111,6 +116,8 @@ std::string FaultConfig::describe() const {
           ? std::string()
           : fmt::format("; full disk {} for <={} (<={}B free)", every(full_disk_interval),
                         seconds(full_disk_duration_max), full_disk_headroom_max),
+      node_loss_after.count() == 0 ? std::string()
+                                   : "; a node lost for good after " + seconds(node_loss_after),
       l.min.count() / 1000,
       l.jitter.count() / 1000, l.stall_probability * 100, seconds(l.stall_min),
       seconds(l.stall_max), network.window_bytes,
@@ -141,6 +148,9 @@ void FaultSchedule::start() {
   arm(config_.wall_jump_interval, [this] { wall_jump_tick(); });
   if (graceful_stop) arm(config_.stop_interval, [this] { stop_tick(); });
   arm(config_.full_disk_interval, [this] { full_disk_tick(); });
+  if (pick_lost && config_.node_loss_after.count() > 0) {
+    world_.schedule(config_.node_loss_after, [this] { loss_tick(); });
+  }
   world_.schedule(kReviveInterval, [this] { revive_tick(); });
 }
 
@@ -149,7 +159,21 @@ void FaultSchedule::stop() {
   world_.heal();
   for (int i = 0; i < world_.node_count(); ++i) {
     world_.set_disk_faults(i, DiskFaults{});
-    if (!world_.node(i).up()) world_.node(i).restart();
+    if (!world_.node(i).up() && !lost(i)) world_.node(i).restart();
+  }
+}
+
+void FaultSchedule::lose(int i) {
+  lost_ = i;
+  world_.node(i).crash();
+}
+
+void FaultSchedule::loss_tick() {
+  if (!active_ || lost_ >= 0) return;
+  if (const std::optional<int> i = pick_lost(); i.has_value()) {
+    lose(*i);
+  } else {
+    world_.schedule(500ms, [this] { loss_tick(); });
   }
 }
 
@@ -171,7 +195,7 @@ void FaultSchedule::crash_one(int i) {
     node.set_drift_ppm(random().uniform_range(-config_.drift_ppm_max, config_.drift_ppm_max));
   }
   world_.schedule(uniform_duration(random(), 0s, config_.restart_delay_max), [this, i] {
-    if (!world_.node(i).up()) world_.node(i).restart();
+    if (!world_.node(i).up() && !lost(i)) world_.node(i).restart();
   });
 }
 
@@ -236,9 +260,10 @@ void FaultSchedule::stop_tick() {
 }
 
 std::string FaultSchedule::counters() const {
-  return fmt::format("crashes={}{} full-disks={} partitions={} clogs={} resets={} wall-jumps={} revivals={}", crashes,
-                     graceful_stop ? fmt::format(" graceful-stops={}", graceful_stops) : std::string(), full_disks,
-                     partitions, clogs, resets, wall_jumps, revivals);
+  return fmt::format("crashes={}{} full-disks={} partitions={} clogs={} resets={} wall-jumps={} revivals={}{}",
+                     crashes, graceful_stop ? fmt::format(" graceful-stops={}", graceful_stops) : std::string(),
+                     full_disks, partitions, clogs, resets, wall_jumps, revivals,
+                     lost_ < 0 ? std::string() : fmt::format(" lost=node {}", lost_ + 1));
 }
 
 // The disk of one node that has written to it (a server; a workload

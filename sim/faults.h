@@ -9,13 +9,16 @@
 // drift), symmetric, one-way and isolating partitions, clogged nodes,
 // connection resets, wall-clock jumps and, where the scenario can ask its
 // nodes for one, graceful stops (SIGTERM) and full disks (a node's disk
-// has no room left for a while; writes that need more fail with ENOSPC). A
-// node whose main task stopped (a disk error, or a graceful stop) is
-// power-cycled as a supervisor would.
+// has no room left for a while; writes that need more fail with ENOSPC)
+// and, where the scenario can say which node the cluster can spare, the
+// loss of one node for good (powered off and never restarted, as a machine
+// that died). A node whose main task stopped (a disk error, or a graceful
+// stop) is power-cycled as a supervisor would.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "io/random.h"
@@ -31,6 +34,7 @@ namespace brook::sim {
 // seed ^ one of these, so the rest of each seed's draws stay as they were.
 inline constexpr uint64_t kGracefulStopSalt = 0x7369'6774'6572'6d01ULL;  // "sigterm"
 inline constexpr uint64_t kFullDiskSalt = 0x656e'6f73'7063'0001ULL;      // "enospc"
+inline constexpr uint64_t kNodeLossSalt = 0x6465'6164'0000'0001ULL;      // "dead"
 
 // Interval 0 switches a fault class off.
 struct FaultConfig {
@@ -57,6 +61,11 @@ struct FaultConfig {
   io::Duration full_disk_interval{0};
   io::Duration full_disk_duration_max{0};
   uint64_t full_disk_headroom_max = 0;
+  // The loss of a node for good: not drawn by draw() (a scenario opts in
+  // with draw_node_loss()). From node_loss_after on, once the scenario
+  // names a node it can spare (FaultSchedule::pick_lost), that node is
+  // powered off and never comes back.
+  io::Duration node_loss_after{0};
   NetworkOptions network;
   DiskFaults disk;
 
@@ -64,6 +73,7 @@ struct FaultConfig {
   // From the scenario's seed (salted, above).
   void draw_graceful_stops(uint64_t seed);
   void draw_full_disks(uint64_t seed);
+  void draw_node_loss(uint64_t seed);
   // Three lines: faults, network, disk.
   std::string describe() const;
   // A node's clocks and disk faults, drawn from `r`.
@@ -86,13 +96,21 @@ class FaultSchedule {
   // Asks node i for a graceful stop; false when node i cannot stop so (a
   // client). Set before start() to have stop_interval's stops.
   std::function<bool(int)> graceful_stop;
+  // The node the cluster can lose for good now (none: not yet; asked again
+  // every 500 ms while the fault phase lasts). Set before start() to have
+  // node_loss_after's loss.
+  std::function<std::optional<int>()> pick_lost;
 
   void start();
   // Supervision stops (a final power loss and read-back follow).
   void finish() { final_ = true; }
   // Ends the fault phase: heals the network, clears disk faults and brings
-  // every node back.
+  // every node back (but a lost one).
   void stop();
+  // Node i powered off for good: no restart, revival or stop() brings it
+  // back.
+  void lose(int i);
+  bool lost(int i) const { return i == lost_; }
 
   uint64_t crashes = 0;
   uint64_t partitions = 0;
@@ -104,7 +122,7 @@ class FaultSchedule {
   uint64_t full_disks = 0;
   // The counters above for a run's summary: "crashes=N graceful-stops=N
   // full-disks=N partitions=N ..." (graceful stops where the scenario has
-  // them).
+  // them, and "lost=node N" once a node was lost).
   std::string counters() const;
 
  private:
@@ -120,11 +138,13 @@ class FaultSchedule {
   void stop_tick();
   void full_disk_tick();
   void revive_tick();
+  void loss_tick();
 
   World& world_;
   const FaultConfig& config_;
   bool active_ = true;
   bool final_ = false;
+  int lost_ = -1;
 };
 
 }  // namespace brook::sim

@@ -273,6 +273,7 @@ struct KraftShared {
   std::vector<int> boots;
   uint64_t port_moves = 0;
   int moved = -1;  // the node that moved (index), if one did
+  int lost = -1;   // the node lost for good (index), if one was
   // The offset of the latest voter set committed when it moved, and
   // whether a voter set committed since names its new address (or no
   // longer names it).
@@ -1190,6 +1191,7 @@ bool caught_up(const KraftShared& s) {
   const int64_t end = s.oracle.committed_end();
   for (int32_t id : s.final_voters()) {
     const int i = id - 1;
+    if (i == s.lost) continue;
     const raft::RaftNode* node = s.live[static_cast<size_t>(i)];
     if (node == nullptr || node->high_watermark() < end) return false;
     if (s.oracle.node_up_to[static_cast<size_t>(i)] < end) return false;
@@ -1198,12 +1200,14 @@ bool caught_up(const KraftShared& s) {
 }
 
 // Controller scenarios: every voter's image shows every broker registered
-// and unfenced.
+// and unfenced (but the node lost for good).
 bool brokers_unfenced(const KraftShared& s) {
   for (int i = 0; i < s.config.voters; ++i) {
+    if (i == s.lost) continue;
     const metadata::MetadataImage* image = s.images[static_cast<size_t>(i)];
     if (image == nullptr) return false;
     for (int b = 0; b < s.config.brokers; ++b) {
+      if (s.config.voters + b == s.lost) continue;
       const metadata::BrokerRegistration* reg = image->cluster().broker(s.config.voters + b + 1);
       if (reg == nullptr || reg->fenced || reg->in_controlled_shutdown) return false;
     }
@@ -1247,6 +1251,7 @@ void check_final(const KraftShared& s, bool live, std::vector<std::string>& fail
     }
     if (!live) continue;
     for (int32_t voter : final_voters) {
+      if (voter - 1 == s.lost) continue;  // (lost for good: not expected to catch up)
       if (!holds(voter)) add(fmt::format("agreement: voter {} lacks committed {}", voter, describe_batch(base, id)));
     }
   }
@@ -1349,6 +1354,7 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     io::Random rebalance(options.seed ^ (kConfigSalt << 4));
     if (rebalance.bernoulli(0.5)) config.leader_rebalance_interval = uniform_duration(rebalance, 500ms, 5s);
   }
+  if (options.name.ends_with("-loss")) config.faults.draw_node_loss(options.seed);
   const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   const int nodes = config.voters + config.observers;
   // Declared before the World: node tasks still alive when the World goes
@@ -1367,6 +1373,18 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     world.node(i).start([s, i](io::Context& ctx) { return kraft_node_main(&ctx, s, i); });
   }
   FaultSchedule faults(world, config.faults);
+  if (config.faults.node_loss_after.count() > 0) {
+    // One node, a voter or not, may be lost for good: the voters left are
+    // a majority, and the checkers judge the nodes left (its disk is read
+    // back at the end all the same, as a dead machine's could be).
+    faults.pick_lost = [&]() -> std::optional<int> {
+      for (int i = 0; i < nodes; ++i) {
+        if (!world.node(i).up()) return std::nullopt;
+      }
+      shared.lost = static_cast<int>(world.random().uniform(static_cast<uint64_t>(nodes)));
+      return shared.lost;
+    };
+  }
   faults.start();
   if (config.reconfig) {
     // Grow from node 1 to every node, then redraw the target every few

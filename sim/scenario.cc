@@ -20,6 +20,7 @@ std::vector<std::string> scenario_names() {
           "broker-mutant-flush",
           "replication",
           "replication-mutant-flush",
+          "replication-loss",
           "groups",
           "groups-mutant-fence",
           "consumer-groups",
@@ -31,7 +32,9 @@ std::vector<std::string> scenario_names() {
           "transactions-late-mutant-unverified",
           "controller",
           "controller-mutant-commit",
+          "controller-loss",
           "kraft",
+          "kraft-loss",
           "kraft-harsh",
           "kraft-mutant-flush",
           "kraft-mutant-vote",
@@ -59,7 +62,7 @@ void print_run_start(const ScenarioOptions& options, const World& world, const s
 absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
   if (options.name == "demo") return run_demo(options);
   if (options.name == "broker" || options.name == "broker-mutant-flush" || options.name == "replication" ||
-      options.name == "replication-mutant-flush") {
+      options.name == "replication-mutant-flush" || options.name == "replication-loss") {
     return run_broker(options);
   }
   if (options.name == "groups" || options.name == "groups-mutant-fence" || options.name == "consumer-groups" ||

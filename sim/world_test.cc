@@ -244,6 +244,50 @@ TEST(FaultSchedule, FullDisksFailWritesUntilTheSpaceComesBack) {
   }
 }
 
+io::Task<void> idle_forever(io::Context* ctx) {
+  while (true) co_await ctx->clock().sleep_for(1s);
+}
+
+// The loss of a node for good: not before node_loss_after, only once the
+// scenario names a node it can spare, and then no crash restart, revival
+// or stop() brings that node back, while the others keep crashing and
+// coming back. (Node 1 is named while it is down from a crash, its
+// restart pending: that restart must not happen either.)
+TEST(FaultSchedule, ALostNodeNeverComesBack) {
+  World world(12);
+  FaultConfig config;
+  config.crash_interval = 1s;
+  config.restart_delay_max = 500ms;
+  config.crash_all_probability = 0.3;
+  config.node_loss_after = 5s;
+  for (int i = 0; i < 3; ++i) world.add_node().start([](io::Context& ctx) { return idle_forever(&ctx); });
+  FaultSchedule schedule(world, config);
+  int asked = 0;
+  int64_t asked_first_ns = -1;
+  uint32_t crashes_at_loss = 0;
+  schedule.pick_lost = [&]() -> std::optional<int> {
+    if (asked++ == 0) asked_first_ns = world.now_ns();
+    if (asked < 4 || world.node(1).up()) return std::nullopt;  // not yet: asked again 500 ms on
+    crashes_at_loss = world.node(1).crashes();
+    return 1;
+  };
+  schedule.start();
+  world.run_for(30s);
+  EXPECT_EQ(asked_first_ns, io::to_ns(5s));
+  EXPECT_GE(asked, 4);
+  EXPECT_TRUE(schedule.lost(1));
+  EXPECT_FALSE(schedule.lost(0));
+  const uint64_t crashes_before_stop = world.node(0).crashes() + world.node(2).crashes();
+  EXPECT_GE(crashes_before_stop, 10u);
+  schedule.stop();
+  world.run_for(10s);
+  EXPECT_FALSE(world.node(1).up());
+  EXPECT_EQ(world.node(1).crashes(), crashes_at_loss);
+  EXPECT_TRUE(world.node(0).up());
+  EXPECT_TRUE(world.node(2).up());
+  EXPECT_NE(schedule.counters().find("lost=node 2"), std::string::npos) << schedule.counters();
+}
+
 io::Task<void> sample_clock(io::Context* ctx, std::vector<int64_t>* early) {
   for (int i = 0; i < 1000; ++i) {
     const io::Duration d(ctx->random().uniform_range(1, 10'000'000));
