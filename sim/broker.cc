@@ -181,29 +181,10 @@ struct Shared {
   }
 };
 
-// Whether partition p of the checked topic has the node lost for good as
-// its only in-sync replica, and no leader, in the image of every running
-// broker (there is one at least). With unclean leader election off (the
-// default, as Kafka's) nothing brings it back: only that replica is known
-// to hold every acknowledged record, so Kafka leaves the partition offline
-// until an operator elects an unclean leader, and so does Brook. It comes
-// about when the other replicas left the ISR (their brokers fenced, or
-// behind) before the lost node's broker was fenced; the loss itself is
-// only made when each partition keeps min.insync.replicas in-sync replicas
-// without it (node_to_lose).
+// Whether partition p of the checked topic is offline with the node lost
+// for good (offline_with_lost_server).
 bool offline_by_loss(const Shared& s, int32_t p) {
-  if (s.lost < 0) return false;
-  bool any = false;
-  for (const broker::Broker* b : s.running) {
-    if (b == nullptr) continue;
-    const metadata::TopicImage* t = b->image().topics().topic(std::string(kTopic));
-    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
-    if (reg == nullptr || reg->leader != metadata::kNoLeader || reg->isr != std::vector<int32_t>{s.lost + 1}) {
-      return false;
-    }
-    any = true;
-  }
-  return any;
+  return offline_with_lost_server(s.running, s.lost, kTopic, p);
 }
 
 // Notes the partitions offline_by_loss(); true when `p` is one.
@@ -502,6 +483,51 @@ io::Task<bool> delete_topic(io::Context* ctx, client::Cluster* cluster, std::str
     co_await ctx->clock().sleep_for(200ms);
   }
   co_return false;
+}
+
+std::optional<int> spare_server(World& world, const std::vector<broker::Broker*>& running, int min_insync,
+                                const std::vector<std::pair<std::string, int>>& topics) {
+  const int n = static_cast<int>(running.size());
+  for (int i = 0; i < n; ++i) {
+    if (!world.node(i).up() || running[static_cast<size_t>(i)] == nullptr) return std::nullopt;
+  }
+  std::vector<int> candidates;
+  for (int lost = 0; lost < n; ++lost) {
+    const int32_t id = lost + 1;
+    auto without = [&](const std::vector<int32_t>& ids) {
+      return static_cast<int>(ids.size() - static_cast<size_t>(std::count(ids.begin(), ids.end(), id)));
+    };
+    bool spare = true;
+    for (const broker::Broker* b : running) {
+      for (const auto& [name, partitions] : topics) {
+        const metadata::TopicImage* t = b->image().topics().topic(name);
+        for (int32_t p = 0; spare && p < partitions; ++p) {
+          const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
+          spare = reg != nullptr && reg->adding_replicas.empty() && reg->removing_replicas.empty() &&
+                  without(reg->replicas) >= min_insync && without(reg->isr) >= min_insync;
+        }
+      }
+    }
+    if (spare) candidates.push_back(lost);
+  }
+  if (candidates.empty()) return std::nullopt;
+  return candidates[world.random().uniform(candidates.size())];
+}
+
+bool offline_with_lost_server(const std::vector<broker::Broker*>& running, int lost, std::string_view topic,
+                              int32_t p) {
+  if (lost < 0) return false;
+  bool any = false;
+  for (const broker::Broker* b : running) {
+    if (b == nullptr) continue;
+    const metadata::TopicImage* t = b->image().topics().topic(std::string(topic));
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
+    if (reg == nullptr || reg->leader != metadata::kNoLeader || reg->isr != std::vector<int32_t>{lost + 1}) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
 }
 
 namespace {
@@ -1014,37 +1040,13 @@ std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) 
   return out;
 }
 
-// The node whose loss the checked topic can take now, if any: every node
-// up, no reassignment under way, and in every node's image each partition
-// keeps min.insync.replicas replicas and in-sync replicas without it (so
-// acks=all writes go on, and a leader can be elected from what is left
-// without an unclean election). Picked at random among those. Sets
-// s->lost.
+// The node whose loss the checked topic can take now (spare_server; the
+// churned topics come and go, and are left out). Sets s->lost.
 std::optional<int> node_to_lose(World& world, Shared& s) {
-  const int n = s.config.nodes;
-  for (int i = 0; i < n; ++i) {
-    if (!world.node(i).up() || s.running[static_cast<size_t>(i)] == nullptr) return std::nullopt;
-  }
-  std::vector<int> candidates;
-  for (int lost = 0; lost < n; ++lost) {
-    const int32_t id = lost + 1;
-    auto without = [&](const std::vector<int32_t>& ids) {
-      return static_cast<int>(ids.size() - static_cast<size_t>(std::count(ids.begin(), ids.end(), id)));
-    };
-    bool spare = true;
-    for (const broker::Broker* b : s.running) {
-      const metadata::TopicImage* t = b->image().topics().topic(std::string(kTopic));
-      for (int32_t p = 0; spare && p < s.config.partitions; ++p) {
-        const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
-        spare = reg != nullptr && reg->adding_replicas.empty() && reg->removing_replicas.empty() &&
-                without(reg->replicas) >= s.config.min_insync && without(reg->isr) >= s.config.min_insync;
-      }
-    }
-    if (spare) candidates.push_back(lost);
-  }
-  if (candidates.empty()) return std::nullopt;
-  s.lost = candidates[world.random().uniform(candidates.size())];
-  return s.lost;
+  const std::optional<int> lost =
+      spare_server(world, s.running, s.config.min_insync, {{std::string(kTopic), s.config.partitions}});
+  if (lost.has_value()) s.lost = *lost;
+  return lost;
 }
 
 }  // namespace

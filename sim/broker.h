@@ -53,6 +53,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -195,6 +196,30 @@ io::Task<void> create_topic_until_done(io::Context* ctx, client::Cluster* cluste
 // Deletes the topic, retrying every 200 ms while `*go_on` holds (nullptr:
 // until done); true once it is gone (deleted now, or unknown already).
 io::Task<bool> delete_topic(io::Context* ctx, client::Cluster* cluster, std::string topic, const bool* go_on);
+
+// Losing a server node for good (the -loss scenarios). `running` holds
+// each server node's broker (null while it is down); the servers are the
+// world's nodes 0..running.size()-1.
+//
+// A server whose loss the cluster can take now, at random among those that
+// qualify (none: not now): every server up with its broker running, and
+// in every broker's image each of `topics` (name, partition count) exists
+// with all its partitions, none being reassigned, each keeping
+// `min_insync` replicas and in-sync replicas without that server (so
+// acks=all writes go on, and a leader can be elected from what is left
+// without an unclean election).
+std::optional<int> spare_server(World& world, const std::vector<broker::Broker*>& running, int min_insync,
+                                const std::vector<std::pair<std::string, int>>& topics);
+// Whether partition `p` of `topic` has the lost server (index `lost`) as
+// its only in-sync replica and no leader, in the image of every running
+// broker (there is one at least). With unclean leader election off (the
+// default, as Kafka's) nothing brings it back: only that replica is known
+// to hold every acknowledged record, so Kafka leaves the partition offline
+// until an operator elects an unclean leader, and so does Brook. It comes
+// about when the other replicas left the ISR (their brokers fenced, or
+// behind) before the lost server's broker was fenced.
+bool offline_with_lost_server(const std::vector<broker::Broker*>& running, int lost, std::string_view topic,
+                              int32_t p);
 
 absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "coordinators/runtime/record_log.h"
 #include "net/client/admin.h"
 #include "net/client/group.h"
 #include "sim/broker.h"
@@ -26,6 +27,7 @@ using namespace std::chrono_literals;
 constexpr uint64_t kConfigSalt = 0x6772'6f75'7073'0001ULL;  // "groups"
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kGroup = "workers";
+constexpr std::string_view kOffsetsTopic = "__consumer_offsets";
 constexpr size_t kFailuresMax = 10;
 
 struct GroupsSimConfig {
@@ -86,13 +88,18 @@ struct MemberView {
 
 struct Shared {
   explicit Shared(GroupsSimConfig c)
-      : config(std::move(c)), members(static_cast<size_t>(config.members)), stops(config.nodes) {}
+      : config(std::move(c)), members(static_cast<size_t>(config.members)), stops(config.nodes),
+        running(static_cast<size_t>(config.nodes), nullptr) {}
 
   GroupsSimConfig config;
   std::vector<io::Address> brokers;
   std::vector<io::Address> controllers;
   std::vector<MemberView> members;
   GracefulStops stops;
+  // The running brokers (null while a node is down), and the server lost
+  // for good (index; -1: none).
+  std::vector<broker::Broker*> running;
+  int lost = -1;
   // Generation -> partition -> the member id SyncGroup gave it to.
   std::map<int32_t, std::map<int32_t, std::string>> owners;
   // Partition -> the largest committed offset a commit was acknowledged for.
@@ -144,6 +151,7 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.group_mutant_unfenced_commits = s->config.mutant_unfenced_commits;
   o.group_consumer_session_timeout = s->config.session_timeout;
   o.group_consumer_heartbeat_interval = s->config.heartbeat_interval;
+  o.on_broker = [s, index](broker::Broker* b) { s->running[static_cast<size_t>(index)] = b; };
   s->stops.wire(s->config.faults, index, o, [s](std::string what) { s->violation(std::move(what)); });
   co_await server_node_main(ctx, std::move(o));
 }
@@ -450,6 +458,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   config.consumer_protocol = options.name.starts_with("consumer-groups");
   config.mixed = options.name.starts_with("mixed-groups");
   config.mutant_unfenced_commits = options.name.ends_with("-mutant-fence");
+  if (options.name.ends_with("-loss")) config.faults.draw_node_loss(options.seed);
   const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   Shared shared(config);  // before the World: dying tasks touch it
   World world(options.seed, world_options);
@@ -472,6 +481,26 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   }
   FaultSchedule faults(world, config.faults);
   shared.stops.attach(faults);
+  // The group's coordinator partition (as Kafka places a group).
+  const int32_t coordinator_partition = runtime::partition_for_key(kGroup, config.offsets_partitions);
+  if (config.faults.node_loss_after.count() > 0) {
+    // A server whose loss the group's topic and the offsets topic can take
+    // (both exist once a member has joined).
+    faults.pick_lost = [&]() -> std::optional<int> {
+      const std::optional<int> lost = spare_server(world, shared.running, 2,
+                                                   {{std::string(kTopic), config.partitions},
+                                                    {std::string(kOffsetsTopic), config.offsets_partitions}});
+      if (lost.has_value()) shared.lost = *lost;
+      return lost;
+    };
+  }
+  // The group's coordinator partition has no leader for good: its only
+  // in-sync replica is the server lost for good (offline_with_lost_server).
+  // Nothing can then answer for the group, as in Kafka with unclean leader
+  // election off: the liveness and final checks are left out.
+  auto coordinator_offline = [&] {
+    return offline_with_lost_server(shared.running, shared.lost, kOffsetsTopic, coordinator_partition);
+  };
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -482,8 +511,13 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   int32_t settled_generation = -1;
   int64_t settled_since_ns = -1;
   const int64_t hold_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(3 * config.session_timeout).count();
+  bool offline = false;
   const bool live = world.run_until(
       [&] {
+        if (coordinator_offline()) {
+          offline = true;
+          return true;
+        }
         if (!settled(shared, &why)) {
           settled_since_ns = -1;
           return false;
@@ -504,8 +538,10 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   faults.finish();
   Node& checker = *clients.front();
   checker.crash();
-  checker.start([s](io::Context& ctx) { return final_check_main(&ctx, s); });
-  world.run_until([&] { return shared.final_checked; }, 60s);
+  if (!offline) {
+    checker.start([s](io::Context& ctx) { return final_check_main(&ctx, s); });
+    world.run_until([&] { return shared.final_checked; }, 60s);
+  }
 
   ScenarioResult result;
   result.failures = shared.violations;
@@ -513,7 +549,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
     result.failures.push_back(
         fmt::format("liveness: the group did not settle within {} of the heal: {}", seconds(config.quiet_max), why));
   }
-  if (!shared.final_checked && result.failures.size() < kFailuresMax) {
+  if (!offline && !shared.final_checked && result.failures.size() < kFailuresMax) {
     result.failures.push_back("the final offset check did not finish");
   }
   result.passed = result.failures.empty();
@@ -523,9 +559,11 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   result.replay_command = world.replay_command();
   result.summary = fmt::format(
       "{}: joins={} generations={} commits acked={} failed={} takeovers-checked={} member-starts={} "
-      "broker-starts={}; faults: {} buggify-fired={}",
+      "broker-starts={}{}; faults: {} buggify-fired={}",
       options.name, shared.joins, shared.generations, shared.commits_acked, shared.commits_failed, shared.takeovers_checked,
-      shared.member_starts, shared.broker_starts, faults.counters(), world.buggify().fired());
+      shared.member_starts, shared.broker_starts,
+      offline ? fmt::format(" coordinator partition {} offline with the lost node", coordinator_partition) : "",
+      faults.counters(), world.buggify().fired());
   return result;
 }
 

@@ -23,7 +23,9 @@ std::vector<std::string> scenario_names() {
           "replication-loss",
           "groups",
           "groups-mutant-fence",
+          "groups-loss",
           "consumer-groups",
+          "consumer-groups-loss",
           "consumer-groups-mutant-fence",
           "mixed-groups",
           "transactions",
@@ -66,7 +68,8 @@ absl::StatusOr<ScenarioResult> run_scenario(const ScenarioOptions& options) {
     return run_broker(options);
   }
   if (options.name == "groups" || options.name == "groups-mutant-fence" || options.name == "consumer-groups" ||
-      options.name == "consumer-groups-mutant-fence" || options.name == "mixed-groups") {
+      options.name == "consumer-groups-mutant-fence" || options.name == "mixed-groups" ||
+      options.name == "groups-loss" || options.name == "consumer-groups-loss") {
     return run_groups(options);
   }
   if (options.name.starts_with("transactions")) {

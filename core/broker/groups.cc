@@ -253,44 +253,41 @@ io::Task<bool> Broker::ensure_offsets_topic() {
 
 io::Task<bool> Broker::ensure_internal_topic(std::string name, int32_t partitions, int16_t replication_factor,
                                              std::vector<std::pair<std::string, std::string>> configs) {
-  auto ready = [&] {
-    const metadata::TopicImage* t = image_.topics().topic(name);
-    if (t == nullptr) return false;
-    for (const auto& [index, reg] : t->partitions) {
-      if (reg.leader < 0) return false;
-    }
-    return true;
-  };
-  if (ready()) co_return true;
-  if (image_.topics().topic(name) == nullptr) {
-    net::CreateTopicsRequest create;
-    create.timeout_ms = 30000;
-    net::CreateTopicsRequest::CreatableTopic t;
-    t.name = name;
-    t.num_partitions = partitions;
-    t.replication_factor = replication_factor;
-    for (auto& [key, value] : configs) {
-      auto& c = t.configs.emplace_back();
-      c.name = key;
-      c.value = value;
-    }
-    create.topics.push_back(std::move(t));
-    const io::Instant deadline = ctx_->clock().now() + 10s;
-    absl::StatusOr<net::CreateTopicsResponse> created =
-        co_await call_controller<net::CreateTopicsResponse>(create, 7, deadline);
-    if (!created.ok()) {
-      ctx_->log().warn("broker: creating {} failed: {}", name, created.status().ToString());
+  // Once the topic exists, whether the partition a key maps to has a leader
+  // is the caller's to judge, for that key alone (as Kafka's): one
+  // partition without a leader (its only in-sync replica gone for good)
+  // must not make every group's or transaction's coordinator unavailable.
+  if (image_.topics().topic(name) != nullptr) co_return true;
+  net::CreateTopicsRequest create;
+  create.timeout_ms = 30000;
+  net::CreateTopicsRequest::CreatableTopic t;
+  t.name = name;
+  t.num_partitions = partitions;
+  t.replication_factor = replication_factor;
+  for (auto& [key, value] : configs) {
+    auto& c = t.configs.emplace_back();
+    c.name = key;
+    c.value = value;
+  }
+  create.topics.push_back(std::move(t));
+  const io::Instant deadline = ctx_->clock().now() + 10s;
+  absl::StatusOr<net::CreateTopicsResponse> created =
+      co_await call_controller<net::CreateTopicsResponse>(create, 7, deadline);
+  if (!created.ok()) {
+    ctx_->log().warn("broker: creating {} failed: {}", name, created.status().ToString());
+    co_return false;
+  }
+  for (const auto& r : created->topics) {
+    if (r.error_code != 0 && r.error_code != net::code(Error::kTopicAlreadyExists)) {
+      ctx_->log().warn("broker: creating {} failed: {} {}", name, net::error_name(r.error_code),
+                       r.error_message.value_or(""));
       co_return false;
     }
-    for (const auto& r : created->topics) {
-      if (r.error_code != 0 && r.error_code != net::code(Error::kTopicAlreadyExists)) {
-        ctx_->log().warn("broker: creating {} failed: {} {}", name, net::error_name(r.error_code),
-                         r.error_message.value_or(""));
-        co_return false;
-      }
-    }
   }
-  co_return co_await wait_for_topic(name, true, 5s) && ready();
+  // Just created: a moment for its leaders, so that the first lookup can
+  // name a coordinator.
+  (void)co_await wait_for_topic(name, true, 5s);
+  co_return image_.topics().topic(name) != nullptr;
 }
 
 // --- FindCoordinator ----------------------------------------------------------------------

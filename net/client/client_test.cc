@@ -201,6 +201,30 @@ class ClientTest : public ::testing::Test {
   io::Address controller_;
 };
 
+// A bootstrap server that is gone (its host never answers) costs a
+// metadata request its timeout once; then the client asks the broker that
+// answers, as Kafka's clients prefer a node they can reach, until that one
+// fails too.
+TEST_F(ClientTest, ABrokerThatIsGoneIsNotAskedWhileAnotherAnswers) {
+  run([&](io::Context& ctx) -> io::Task<void> {
+    ClientOptions o = options();
+    o.bootstrap = {io::Address("10.0.0.99", 9092), o.bootstrap.front()};
+    o.request_timeout = 2s;
+    Cluster cluster(ctx, o);
+    // (Until the server runs.)
+    while (!(co_await cluster.fetch_metadata(std::nullopt, false)).ok()) co_await ctx.clock().sleep_for(100ms);
+    const io::Instant start = ctx.clock().now();
+    int answered = 0;
+    for (int i = 0; i < 20; ++i) {
+      if ((co_await cluster.fetch_metadata(std::nullopt, false)).ok()) ++answered;
+    }
+    EXPECT_EQ(answered, 20);
+    // Asked in turn regardless, the gone one would cost 2 s every other
+    // request: 20 s.
+    EXPECT_LT(ctx.clock().now() - start, 1s);
+  });
+}
+
 TEST_F(ClientTest, EveryCodecKeysHeadersTimestampsRoundTrip) {
   run([this](io::Context& ctx) -> io::Task<void> {
     ProducerConfig pc;

@@ -84,7 +84,20 @@ net::Peer& Cluster::any(std::optional<int32_t> avoid) {
     }
     if (!others.empty()) candidates = std::move(others);
   }
-  return peer_for(candidates[next_any_++ % candidates.size()]);
+  // In turn, as Kafka's clients prefer a node they can reach (the least
+  // loaded node): one whose last call failed (no answer in time, refused)
+  // is asked only when every other one failed too, then the one that
+  // failed least recently. So a broker that is gone for good costs a call
+  // its timeout only when the others fail as well, not every time its
+  // turn comes.
+  const size_t start = next_any_++;
+  net::Peer* failed = nullptr;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    net::Peer& peer = peer_for(candidates[(start + k) % candidates.size()]);
+    if (!peer.last_failure().has_value()) return peer;
+    if (failed == nullptr || *peer.last_failure() < *failed->last_failure()) failed = &peer;
+  }
+  return *failed;
 }
 
 const TopicInfo* Cluster::topic(std::string_view name) const {

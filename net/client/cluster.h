@@ -132,7 +132,8 @@ class Cluster {
   // known from metadata).
   net::Peer* broker(int32_t id);
   // Some broker to ask: the known brokers and the bootstrap addresses in
-  // turn, so that a dead one is not asked twice in a row; not broker
+  // turn, passing over those whose last call failed while another one's
+  // did not (the one that failed least recently when all did); not broker
   // `avoid` while there is another.
   net::Peer& any(std::optional<int32_t> avoid = std::nullopt);
   // Drops a broker's idle connections (after a failure on one).

@@ -172,6 +172,7 @@ io::Task<absl::StatusOr<io::Buffer>> Peer::exchange(io::BufferChain frame, int32
   }
   auto result = co_await io::with_timeout(*clock_, timeout,
                                           exchange_on(&conn, std::move(frame), correlation_id));
+  note(result.has_value() && result->ok());
   if (!result.has_value()) {
     co_return absl::DeadlineExceededError(
         fmt::format("no response from {} within {} ms", address_.to_string(),
@@ -202,6 +203,7 @@ io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration time
   };
   auto result = co_await io::with_timeout(*clock_, timeout,
                                           write(network_, &address_, tls_, sasl_, random_, &client_id_, &conn, std::move(frame)));
+  note(result.has_value() && result->ok());
   if (!result.has_value()) {
     co_return absl::DeadlineExceededError(fmt::format("writing to {} took over {} ms", address_.to_string(),
                                                       std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()));

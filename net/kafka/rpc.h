@@ -94,6 +94,10 @@ class Peer {
   const io::Address& address() const { return address_; }
   // Calls and sends under way (or suspended): the Peer must outlive them.
   size_t in_flight() const { return in_flight_; }
+  // When the last call or send to this peer failed (no answer in time, a
+  // refused or broken connection), if none went through since; nullopt
+  // when the last went through (or none was made).
+  std::optional<io::Instant> last_failure() const { return last_failure_; }
 
  private:
   // Counts a call for as long as its coroutine frame lives.
@@ -113,6 +117,13 @@ class Peer {
   io::Task<absl::Status> write_only(io::BufferChain frame, io::Duration timeout);
   io::Task<absl::StatusOr<io::Buffer>> exchange_on(std::unique_ptr<io::Connection>* slot,
                                                    io::BufferChain frame, int32_t correlation_id);
+  void note(bool went_through) {
+    if (went_through) {
+      last_failure_.reset();
+    } else {
+      last_failure_ = clock_->now();
+    }
+  }
 
   io::Network* network_;
   const io::Clock* clock_;
@@ -124,6 +135,7 @@ class Peer {
   const tls::Context* tls_ = nullptr;
   int32_t next_correlation_id_ = 1;
   size_t in_flight_ = 0;
+  std::optional<io::Instant> last_failure_;
   std::vector<std::unique_ptr<io::Connection>> idle_;
 };
 
