@@ -140,9 +140,10 @@ struct Shared {
   // high watermark, acknowledged or not): partition -> offset -> value.
   std::vector<std::map<int64_t, std::string>> observed;
   GracefulStops stops;
-  // The node lost for good (index), or -1; loss_near from a few seconds
-  // before the loss may come until it came.
-  int lost = -1;
+  // The run's faults (set once they exist): lost() is the node lost for
+  // good (index), or -1. loss_near from a few seconds before the loss may
+  // come until it came.
+  const FaultSchedule* faults = nullptr;
   bool loss_near = false;
   std::vector<std::string> violations;
   bool writing = true;
@@ -176,6 +177,7 @@ struct Shared {
   bool replicas_checked = false;
   uint64_t replica_records_compared = 0;
 
+  int lost() const { return faults == nullptr ? -1 : faults->lost_node(); }
   void violation(std::string what) {
     if (violations.size() < kFailuresMax) violations.push_back(std::move(what));
   }
@@ -184,7 +186,7 @@ struct Shared {
 // Whether partition p of the checked topic is offline with the node lost
 // for good (offline_with_lost_server).
 bool offline_by_loss(const Shared& s, int32_t p) {
-  return offline_with_lost_server(s.running, s.lost, kTopic, p);
+  return offline_with_lost_server(s.running, s.lost(), kTopic, p);
 }
 
 // Notes the partitions offline_by_loss(); true when `p` is one.
@@ -520,7 +522,7 @@ bool offline_with_lost_server(const std::vector<broker::Broker*>& running, int l
   bool any = false;
   for (const broker::Broker* b : running) {
     if (b == nullptr) continue;
-    const metadata::TopicImage* t = b->image().topics().topic(std::string(topic));
+    const metadata::TopicImage* t = b->image().topics().topic(topic);
     const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(p);
     if (reg == nullptr || reg->leader != metadata::kNoLeader || reg->isr != std::vector<int32_t>{lost + 1}) {
       return false;
@@ -751,7 +753,7 @@ io::Task<void> churner(io::Context* ctx, Shared* s) {
     t.name = topic;
     t.partitions = partitions;
     // (Once a node is gone, on the nodes left.)
-    const int nodes_left = s->config.nodes - (s->lost >= 0 ? 1 : 0);
+    const int nodes_left = s->config.nodes - (s->lost() >= 0 ? 1 : 0);
     t.replication_factor = static_cast<int16_t>(std::min(s->config.replication_factor, nodes_left));
     if (sparse) {
       // 1 MiB segments with one index entry each: finding a batch scans
@@ -789,14 +791,14 @@ io::Task<void> reassigner(io::Context* ctx, Shared* s) {
     // (None while a node may be lost: node_to_lose judges the replicas
     // from the brokers' images, and a reassignment they do not show yet
     // could leave a partition too few replicas without it.)
-    if (s->loss_near && s->lost < 0) continue;
+    if (s->loss_near && s->lost() < 0) continue;
     const client::TopicPartition tp(std::string(kTopic),
                                     static_cast<int32_t>(ctx->random().uniform(static_cast<uint64_t>(s->config.partitions))));
     std::optional<std::vector<int32_t>> target;
     if (ctx->random().uniform(5) != 0) {
       std::vector<int32_t> nodes;
       for (int32_t id = 1; id <= s->config.nodes; ++id) {
-        if (id != s->lost + 1) nodes.push_back(id);  // (not onto a node that is gone)
+        if (id != s->lost() + 1) nodes.push_back(id);  // (not onto a node that is gone)
       }
       ctx->random().shuffle(nodes);
       const int64_t most = static_cast<int64_t>(nodes.size());
@@ -967,7 +969,7 @@ io::Task<void> replica_check_main(io::Context* ctx, Shared* s) {
       // leader's log end; all but the node lost for good.
       bool caught_up = leader != nullptr && leader->log->high_watermark() == leader->log->log_end_offset() &&
                        leader->isr.size() == leader->replicas.size() - static_cast<size_t>(std::count(
-                                                 leader->replicas.begin(), leader->replicas.end(), s->lost + 1));
+                                                 leader->replicas.begin(), leader->replicas.end(), s->lost() + 1));
       for (broker::Broker* b : s->running) {
         if (b == nullptr || leader == nullptr) continue;
         auto it = b->partitions().find({std::string(kTopic), p});
@@ -1041,12 +1043,9 @@ std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) 
 }
 
 // The node whose loss the checked topic can take now (spare_server; the
-// churned topics come and go, and are left out). Sets s->lost.
-std::optional<int> node_to_lose(World& world, Shared& s) {
-  const std::optional<int> lost =
-      spare_server(world, s.running, s.config.min_insync, {{std::string(kTopic), s.config.partitions}});
-  if (lost.has_value()) s.lost = *lost;
-  return lost;
+// churned topics come and go, and are left out).
+std::optional<int> node_to_lose(World& world, const Shared& s) {
+  return spare_server(world, s.running, s.config.min_insync, {{std::string(kTopic), s.config.partitions}});
 }
 
 }  // namespace
@@ -1075,6 +1074,7 @@ absl::StatusOr<ScenarioResult> run_broker(const ScenarioOptions& options) {
   }
   client.start([s](io::Context& ctx) { return client_main(&ctx, s); });
   FaultSchedule faults(world, config.faults);
+  shared.faults = &faults;
   shared.stops.attach(faults);
   if (config.faults.node_loss_after.count() > 0) {
     faults.pick_lost = [&] { return node_to_lose(world, shared); };

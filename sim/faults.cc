@@ -267,14 +267,14 @@ std::string FaultSchedule::counters() const {
 }
 
 // The disk of one node that has written to it (a server; a workload
-// client's disk stays empty) fills up to within a few bytes of what it
+// client's disk stays empty), and is not lost for good, fills up to within a few bytes of what it
 // holds now, and is given its space back later (stop() gives it back too).
 // Writes that need more space than is left fail with ENOSPC meanwhile.
 void FaultSchedule::full_disk_tick() {
   if (!active_) return;
   std::vector<int> written;
   for (int n = 0; n < world_.node_count(); ++n) {
-    if (world_.node(n).disk().used_bytes() > 0) written.push_back(n);
+    if (world_.node(n).disk().used_bytes() > 0 && !lost(n)) written.push_back(n);
   }
   const int i = written.empty() ? -1 : written[random().uniform(written.size())];
   if (i >= 0 && world_.node(i).disk().faults().capacity_bytes == UINT64_MAX) {

@@ -111,6 +111,8 @@ class FaultSchedule {
   // back.
   void lose(int i);
   bool lost(int i) const { return i == lost_; }
+  // The node lost for good (index), or -1.
+  int lost_node() const { return lost_; }
 
   uint64_t crashes = 0;
   uint64_t partitions = 0;

@@ -96,10 +96,8 @@ struct Shared {
   std::vector<io::Address> controllers;
   std::vector<MemberView> members;
   GracefulStops stops;
-  // The running brokers (null while a node is down), and the server lost
-  // for good (index; -1: none).
+  // The running brokers (null while a node is down).
   std::vector<broker::Broker*> running;
-  int lost = -1;
   // Generation -> partition -> the member id SyncGroup gave it to.
   std::map<int32_t, std::map<int32_t, std::string>> owners;
   // Partition -> the largest committed offset a commit was acknowledged for.
@@ -486,12 +484,10 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   if (config.faults.node_loss_after.count() > 0) {
     // A server whose loss the group's topic and the offsets topic can take
     // (both exist once a member has joined).
-    faults.pick_lost = [&]() -> std::optional<int> {
-      const std::optional<int> lost = spare_server(world, shared.running, 2,
-                                                   {{std::string(kTopic), config.partitions},
-                                                    {std::string(kOffsetsTopic), config.offsets_partitions}});
-      if (lost.has_value()) shared.lost = *lost;
-      return lost;
+    faults.pick_lost = [&] {
+      return spare_server(world, shared.running, 2,
+                          {{std::string(kTopic), config.partitions},
+                           {std::string(kOffsetsTopic), config.offsets_partitions}});
     };
   }
   // The group's coordinator partition has no leader for good: its only
@@ -499,7 +495,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   // Nothing can then answer for the group, as in Kafka with unclean leader
   // election off: the liveness and final checks are left out.
   auto coordinator_offline = [&] {
-    return offline_with_lost_server(shared.running, shared.lost, kOffsetsTopic, coordinator_partition);
+    return offline_with_lost_server(shared.running, faults.lost_node(), kOffsetsTopic, coordinator_partition);
   };
   faults.start();
   world.run_for(config.workload);

@@ -264,6 +264,7 @@ struct KraftShared {
     for (int i = 1; i <= config.voters; ++i) ids.insert(i);
     return ids;
   }
+  int lost() const { return faults == nullptr ? -1 : faults->lost_node(); }
 
   const KraftConfig& config;
   std::map<int32_t, io::Address> voters;
@@ -273,7 +274,9 @@ struct KraftShared {
   std::vector<int> boots;
   uint64_t port_moves = 0;
   int moved = -1;  // the node that moved (index), if one did
-  int lost = -1;   // the node lost for good (index), if one was
+  // The run's faults, once they exist: lost() is the node lost for good
+  // (index), or -1.
+  const FaultSchedule* faults = nullptr;
   // The offset of the latest voter set committed when it moved, and
   // whether a voter set committed since names its new address (or no
   // longer names it).
@@ -1191,7 +1194,7 @@ bool caught_up(const KraftShared& s) {
   const int64_t end = s.oracle.committed_end();
   for (int32_t id : s.final_voters()) {
     const int i = id - 1;
-    if (i == s.lost) continue;
+    if (i == s.lost()) continue;
     const raft::RaftNode* node = s.live[static_cast<size_t>(i)];
     if (node == nullptr || node->high_watermark() < end) return false;
     if (s.oracle.node_up_to[static_cast<size_t>(i)] < end) return false;
@@ -1203,11 +1206,11 @@ bool caught_up(const KraftShared& s) {
 // and unfenced (but the node lost for good).
 bool brokers_unfenced(const KraftShared& s) {
   for (int i = 0; i < s.config.voters; ++i) {
-    if (i == s.lost) continue;
+    if (i == s.lost()) continue;
     const metadata::MetadataImage* image = s.images[static_cast<size_t>(i)];
     if (image == nullptr) return false;
     for (int b = 0; b < s.config.brokers; ++b) {
-      if (s.config.voters + b == s.lost) continue;
+      if (s.config.voters + b == s.lost()) continue;
       const metadata::BrokerRegistration* reg = image->cluster().broker(s.config.voters + b + 1);
       if (reg == nullptr || reg->fenced || reg->in_controlled_shutdown) return false;
     }
@@ -1251,7 +1254,7 @@ void check_final(const KraftShared& s, bool live, std::vector<std::string>& fail
     }
     if (!live) continue;
     for (int32_t voter : final_voters) {
-      if (voter - 1 == s.lost) continue;  // (lost for good: not expected to catch up)
+      if (voter - 1 == s.lost()) continue;  // (lost for good: not expected to catch up)
       if (!holds(voter)) add(fmt::format("agreement: voter {} lacks committed {}", voter, describe_batch(base, id)));
     }
   }
@@ -1373,6 +1376,7 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
     world.node(i).start([s, i](io::Context& ctx) { return kraft_node_main(&ctx, s, i); });
   }
   FaultSchedule faults(world, config.faults);
+  shared.faults = &faults;
   if (config.faults.node_loss_after.count() > 0) {
     // One node, a voter or not, may be lost for good: the voters left are
     // a majority, and the checkers judge the nodes left (its disk is read
@@ -1381,8 +1385,7 @@ absl::StatusOr<ScenarioResult> run_kraft(const ScenarioOptions& options) {
       for (int i = 0; i < nodes; ++i) {
         if (!world.node(i).up()) return std::nullopt;
       }
-      shared.lost = static_cast<int>(world.random().uniform(static_cast<uint64_t>(nodes)));
-      return shared.lost;
+      return static_cast<int>(world.random().uniform(static_cast<uint64_t>(nodes)));
     };
   }
   faults.start();
