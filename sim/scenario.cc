@@ -32,6 +32,7 @@ std::vector<std::string> scenario_names() {
           "transactions-mutant-markers",
           "transactions-late",
           "transactions-late-mutant-unverified",
+          "transactions-loss",
           "controller",
           "controller-mutant-commit",
           "controller-loss",

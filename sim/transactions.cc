@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinators/group/group_coordinator.h"
+#include "coordinators/txn/transaction_coordinator.h"
 #include "net/client/cluster.h"
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/add_offsets_to_txn_request.h"
@@ -126,12 +128,20 @@ struct Txn {
 };
 
 struct Shared {
-  explicit Shared(TxnSimConfig c) : config(std::move(c)), stops(config.nodes) {}
+  explicit Shared(TxnSimConfig c)
+      : config(std::move(c)), stops(config.nodes), running(static_cast<size_t>(config.nodes)) {}
 
   TxnSimConfig config;
   std::vector<io::Address> brokers;
   GracefulStops stops;
   std::vector<io::Address> controllers;
+  // The running brokers (null while a node is down), and the run's faults
+  // once they exist (the node lost for good in "transactions-loss").
+  std::vector<broker::Broker*> running;
+  const FaultSchedule* faults = nullptr;
+  // The partitions the final check needed and found without a leader for
+  // good (their only in-sync replica the lost node), when it was left out.
+  std::string offline;
   std::map<std::string, Txn> txns;
   // The transaction each value was sent in.
   std::map<std::string, std::string> txn_of;
@@ -180,8 +190,33 @@ io::Task<void> server_main(io::Context* ctx, Shared* s, int index) {
   o.txn_abort_check_interval = s->config.abort_check;
   o.txn_mutant_commit_aborts = s->config.mutant_commit_aborts;
   o.txn_partition_verification = !s->config.mutant_unverified;
+  o.on_broker = [s, index](broker::Broker* b) { s->running[static_cast<size_t>(index)] = b; };
   s->stops.wire(s->config.faults, index, o, [s](std::string what) { s->violation(std::move(what)); });
   co_await server_node_main(ctx, std::move(o));
+}
+
+// The topics the final check reads, with their partition counts: the
+// ledger, the coordinators' state and, when transactions commit offsets,
+// the groups' offsets.
+std::vector<std::pair<std::string, int>> checked_topics(const TxnSimConfig& c) {
+  std::vector<std::pair<std::string, int>> out{{std::string(kTopic), c.partitions},
+                                               {std::string(txn::kTransactionStateTopic), c.txn_partitions}};
+  if (c.offsets) out.emplace_back(std::string(group::kOffsetsTopic), 1);
+  return out;
+}
+
+// The checked topics' partitions without a leader for good, as
+// "topic-partition" (offline_with_lost_server); none while no node is lost.
+std::vector<std::string> offline_partitions(const Shared& s) {
+  std::vector<std::string> out;
+  const int lost = s.faults == nullptr ? -1 : s.faults->lost_node();
+  if (lost < 0) return out;
+  for (const auto& [topic, partitions] : checked_topics(s.config)) {
+    for (int32_t p = 0; p < partitions; ++p) {
+      if (offline_with_lost_server(s.running, lost, topic, p)) out.push_back(fmt::format("{}-{}", topic, p));
+    }
+  }
+  return out;
 }
 
 bool retriable(Error e) {
@@ -697,6 +732,16 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
   std::map<int32_t, Visible> seen;
   std::map<int32_t, std::pair<int64_t, int64_t>> previous;
   while (true) {
+    // A partition with no leader for good (transactions-loss) is never read
+    // again, and a coordinator partition so leaves its transactions open
+    // for good, as in Kafka with unclean election off: the check is left
+    // out.
+    if (const std::vector<std::string> offline = offline_partitions(*s); !offline.empty()) {
+      s->offline = fmt::format("{}", fmt::join(offline, ","));
+      s->settled = true;
+      s->final_checked = true;
+      co_return;
+    }
     seen.clear();
     bool settled = true;
     for (int32_t p = 0; p < s->config.partitions; ++p) {
@@ -861,6 +906,7 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
   TxnSimConfig config = TxnSimConfig::draw(options.seed);
   config.mutant_commit_aborts = options.name.ends_with("-mutant-markers");
   if (options.name.starts_with("transactions-late")) config.late_percent = 30;
+  if (options.name == "transactions-loss") config.faults.draw_node_loss(options.seed);
   config.mutant_unverified = options.name.ends_with("-mutant-unverified");
   const WorldOptions world_options = scenario_world_options(options, config.faults.network);
   Shared shared(config);  // before the World: dying tasks touch it
@@ -887,7 +933,12 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
     while (true) co_await ctx.clock().sleep_for(1h);
   });
   FaultSchedule faults(world, config.faults);
+  shared.faults = &faults;
   shared.stops.attach(faults);
+  if (config.faults.node_loss_after.count() > 0) {
+    // A server whose loss every topic the final check reads can take.
+    faults.pick_lost = [&] { return spare_server(world, shared.running, 2, checked_topics(config)); };
+  }
   faults.start();
   world.run_for(config.workload);
   faults.stop();
@@ -917,10 +968,13 @@ absl::StatusOr<ScenarioResult> run_transactions(const ScenarioOptions& options) 
   result.summary = fmt::format(
       "{}: transactions committed={} aborted={} unknown={} hung={} inits={} records-checked={} offsets-sent={} "
       "groups-checked={} late-sent={} late-refused={} "
-      "producer-starts={} broker-starts={}; faults: {} buggify-fired={}",
+      "producer-starts={} broker-starts={}{}; faults: {} buggify-fired={}",
       options.name, shared.committed, shared.aborted, shared.unknown, shared.hung, shared.inits,
       shared.records_checked, shared.offsets_sent, shared.groups_checked, shared.late_sent, shared.late_refused,
-      shared.producer_starts, shared.broker_starts, faults.counters(), world.buggify().fired());
+      shared.producer_starts, shared.broker_starts,
+      shared.offline.empty() ? ""
+                             : fmt::format("; final check left out: offline with the lost node=[{}]", shared.offline),
+      faults.counters(), world.buggify().fired());
   return result;
 }
 

@@ -30,6 +30,9 @@
 //
 // The mutant (transactions-mutant-markers) writes commit markers for
 // aborted transactions too; the checkers must report it.
+//
+// transactions-loss loses one server for good partway through (sim/README.md,
+// Losing a node for good); the checkers read from the two left.
 #pragma once
 
 #include "absl/status/statusor.h"
