@@ -12,6 +12,9 @@
 // - A reset, refused or unreachable peer is Unavailable; a closed local
 //   endpoint is Cancelled; a timeout is DeadlineExceeded.
 // - close() is idempotent and makes pending and later calls fail.
+// - shutdown() ends the stream in order, for protocols that say so on the
+//   wire (TLS sends close_notify); close() follows it. A plain stream has
+//   nothing to send.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +50,7 @@ class Connection {
   virtual Task<absl::StatusOr<Buffer>> read_some(size_t bytes_max) = 0;
   virtual Task<absl::Status> write_all(BufferChain data) = 0;
   virtual void close() = 0;
+  virtual Task<absl::Status> shutdown() { co_return absl::OkStatus(); }
   virtual Address local_address() const = 0;
   virtual Address peer_address() const = 0;
 };

@@ -20,6 +20,8 @@ namespace {
 
 constexpr size_t kIdleConnectionsMax = 4;
 constexpr size_t kReadChunkBytes = 64 * 1024;
+// How long a connection this side ends may take to say so (shutdown()).
+constexpr io::Duration kShutdownTimeout = std::chrono::seconds(1);
 
 // Reads one whole frame from `conn` through `reader`.
 io::Task<absl::StatusOr<io::Buffer>> read_frame(io::Connection& conn, FrameReader& reader) {
@@ -239,17 +241,27 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
     sasl.emplace(options.sasl);
     reader.set_max_frame_bytes(std::min(options.max_request_bytes, kSaslMaxReceiveBytes));
   }
+  // Whether this side ends the connection (idle, a malformed request, a
+  // failed authentication) with the stream intact: then a TLS connection
+  // says so first (close_notify), as Kafka's broker does.
+  bool ours = false;
   while (true) {
     absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
     if (idle_limit) {
       std::optional<absl::StatusOr<io::Buffer>> read =
           co_await io::with_timeout(*options.clock, options.idle_timeout, read_frame(*conn, reader));
-      if (!read.has_value()) break;  // idle too long
+      if (!read.has_value()) {  // idle too long
+        ours = true;
+        break;
+      }
       frame = std::move(*read);
     } else {
       frame = co_await read_frame(*conn, reader);
     }
-    if (!frame.ok()) break;
+    if (!frame.ok()) {
+      ours = frame.status().code() == absl::StatusCode::kDataLoss;  // a length out of bounds
+      break;
+    }
     if (sasl.has_value() && !sasl->authenticated()) {
       // Before authentication: the SASL exchange, and ApiVersions.
       std::optional<SaslServerSession::Step> step;
@@ -257,26 +269,41 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
         step = sasl->on_bare_token(*frame);
       } else {
         absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
-        if (!parsed.ok()) break;
+        if (!parsed.ok()) {
+          ours = true;
+          break;
+        }
         if (!answered_before_authentication(parsed->frame.header.request_api_key)) {
           step = sasl->on_request(parsed->frame);
         }
       }
       if (step.has_value()) {
         if (step->response.has_value() && !(co_await conn->write_all(std::move(*step->response))).ok()) break;
-        if (step->close) break;
+        if (step->close) {
+          ours = true;
+          break;
+        }
         if (sasl->authenticated()) reader.set_max_frame_bytes(options.max_request_bytes);
         continue;
       }
     }
     absl::StatusOr<ParsedRequest> parsed = parse_request(*frame);
-    if (!parsed.ok()) break;
+    if (!parsed.ok()) {
+      ours = true;
+      break;
+    }
     parsed->frame.client_host = client_host;
     parsed->frame.listener_name = std::string(options.listener_name);
     absl::StatusOr<io::BufferChain> response = co_await (*handler)(std::move(parsed->frame));
-    if (!response.ok()) break;
+    if (!response.ok()) {
+      ours = true;
+      break;
+    }
     if (response->size() == 0) continue;  // a request without an answer (Produce, acks=0)
     if (!(co_await conn->write_all(std::move(*response))).ok()) break;
+  }
+  if (ours && options.tls != nullptr && options.clock != nullptr) {
+    (void)co_await io::with_timeout(*options.clock, kShutdownTimeout, conn->shutdown());
   }
   conn->close();
 }

@@ -535,6 +535,7 @@ class TlsConnection final : public io::Connection {
       }
       if (err == SSL_ERROR_ZERO_RETURN) co_return io::Buffer();  // close_notify
       if (err != SSL_ERROR_WANT_READ) {
+        fatal_ = true;
         co_return absl::DataLossError(fmt::format("TLS: {}", openssl_errors()));
       }
       absl::StatusOr<io::Buffer> bytes = co_await inner_->read_some(kReadChunkBytes);
@@ -581,6 +582,15 @@ class TlsConnection final : public io::Connection {
   }
 
   void close() override { inner_->close(); }
+  // close_notify, so that the peer tells the end of the stream from a
+  // connection cut short (OpenSSL 3 reports the latter as "unexpected eof
+  // while reading"). Not after a fatal error, which OpenSSL forbids.
+  io::Task<absl::Status> shutdown() override {
+    if (fatal_) co_return absl::OkStatus();
+    ERR_clear_error();
+    if (SSL_shutdown(ssl_) < 0) co_return absl::DataLossError(fmt::format("TLS: {}", openssl_errors()));
+    co_return co_await flush();
+  }
   io::Address local_address() const override { return inner_->local_address(); }
   io::Address peer_address() const override { return inner_->peer_address(); }
 
@@ -609,6 +619,7 @@ class TlsConnection final : public io::Connection {
     ERR_clear_error();
     size_t written = 0;
     if (SSL_write_ex(ssl_, data, size, &written) != 1 || written != size) {
+      fatal_ = true;
       return absl::DataLossError(fmt::format("TLS: {}", openssl_errors()));
     }
     return absl::OkStatus();
@@ -632,6 +643,7 @@ class TlsConnection final : public io::Connection {
 
   std::unique_ptr<io::Connection> inner_;
   SSL* ssl_ = nullptr;
+  bool fatal_ = false;  // OpenSSL reported an error: no close_notify
   Wire wire_;
   std::vector<std::byte> record_ = std::vector<std::byte>(kRecordBytes);
 };

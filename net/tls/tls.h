@@ -14,7 +14,8 @@
 //   that carries plaintext: read_some() decrypts, write_all() encrypts.
 //   A handshake that fails (an untrusted or expired certificate, a host
 //   name the certificate does not name, no common version or cipher) is an
-//   Unauthenticated error and the connection is closed.
+//   Unauthenticated error and the connection is closed. shutdown() sends
+//   close_notify (net::serve does before it ends a connection itself).
 // - Key stores and trust stores are PKCS12 or PEM files (or PEM text in
 //   ssl.keystore.certificate.chain / ssl.keystore.key /
 //   ssl.truststore.certificates). The kind is read from the file itself,

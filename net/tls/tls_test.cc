@@ -329,6 +329,83 @@ TEST(TlsTest, AClientThatNeverShakesHandsIsClosedWhenIdleTooLong) {
   EXPECT_LT(*closed_after, 6s);
 }
 
+// A connection that keeps a copy of what it reads once `recording` is set.
+class Recording final : public io::Connection {
+ public:
+  explicit Recording(std::unique_ptr<io::Connection> inner, std::string* seen, const bool* recording)
+      : inner_(std::move(inner)), seen_(seen), recording_(recording) {}
+  io::Task<absl::StatusOr<io::Buffer>> read_some(size_t bytes_max) override {
+    absl::StatusOr<io::Buffer> b = co_await inner_->read_some(bytes_max);
+    if (b.ok() && *recording_) seen_->append(b->view());
+    co_return b;
+  }
+  io::Task<absl::Status> write_all(io::BufferChain data) override { return inner_->write_all(std::move(data)); }
+  void close() override { inner_->close(); }
+  io::Address local_address() const override { return inner_->local_address(); }
+  io::Address peer_address() const override { return inner_->peer_address(); }
+
+ private:
+  std::unique_ptr<io::Connection> inner_;
+  std::string* seen_;
+  const bool* recording_;
+};
+
+struct IdleClose {
+  bool done = false;
+  bool handshake_ok = false;
+  std::string after_handshake;  // the ciphertext that came after it
+};
+
+// Shakes hands over TLS 1.2 (whose records show their type; nothing
+// follows its handshake unasked), sends nothing, and keeps what arrives
+// until the server closes.
+io::Task<void> idle_tls_client(io::Context* ctx, io::Address address, const Context* tls, IdleClose* out) {
+  co_await ctx->clock().sleep_for(1ms);
+  auto conn = co_await ctx->network().connect(address);
+  BROOK_ASSERT(conn.ok());
+  bool recording = false;
+  std::unique_ptr<io::Connection> wrapped =
+      std::make_unique<Recording>(std::move(*conn), &out->after_handshake, &recording);
+  const std::string host = "localhost";
+  absl::StatusOr<std::unique_ptr<io::Connection>> secure = co_await connect(tls, &wrapped, &host);
+  out->handshake_ok = secure.ok();
+  if (secure.ok()) {
+    recording = true;
+    while (true) {
+      absl::StatusOr<io::Buffer> b = co_await (*secure)->read_some(4096);
+      if (!b.ok() || b->empty()) break;
+    }
+  }
+  out->done = true;
+}
+
+// A server that ends a connection (here: idle past connections.max.idle.ms)
+// sends close_notify first, as Kafka's does; a client then tells the end
+// from a connection cut short (OpenSSL 3: "unexpected eof while reading").
+TEST(TlsTest, AServerThatClosesAnIdleConnectionSendsCloseNotify) {
+  auto server = must(Context::server(server_settings(), read_file));
+  Settings c = client_settings();
+  c.enabled_protocols = {"TLSv1.2"};
+  auto client = must(Context::client(c, read_file));
+  sim::World world(1);
+  sim::Node& a = world.add_node();
+  sim::Node& b = world.add_node();
+  const io::Address address = b.address(kPort);
+  IdleClose out;
+  b.start([&](io::Context& ctx) { return serve_tls(&ctx, address, server.get()); });
+  a.start([&](io::Context& ctx) { return idle_tls_client(&ctx, address, client.get(), &out); });
+  ASSERT_TRUE(world.run_until([&] { return out.done; }, 1min));
+  ASSERT_TRUE(out.handshake_ok);
+  // One record: an alert (type 21) of TLS 1.2 (3,3), encrypted.
+  ASSERT_GE(out.after_handshake.size(), 5u);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[0]), 21);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[1]), 3);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[2]), 3);
+  const size_t length =
+      static_cast<uint8_t>(out.after_handshake[3]) * 256u + static_cast<uint8_t>(out.after_handshake[4]);
+  EXPECT_EQ(out.after_handshake.size(), 5 + length);
+}
+
 // ssl.cipher.suites is all that is enabled, as in Java: a server listing
 // only TLS 1.3 suites does not fall back on OpenSSL's TLS 1.2 defaults.
 TEST(TlsTest, CipherSuitesAreAllThatIsEnabled) {
