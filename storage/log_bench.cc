@@ -32,7 +32,7 @@
 // pins the process (and io_uring's workers) to one CPU, as `brook bench
 // file` does. --ring-writes 1 sends every write through the ring rather
 // than making small ones inline (io::uring::DiskOptions). --contestants
-// runs only some of the append case's contestants (the others print 0), so
+// runs only some of the append case's contestants (the others print -), so
 // that a profiler sees one at a time. Results: docs/benchmarks.md.
 //
 // Timed cases interleave their contestants round by round (the order
@@ -429,14 +429,20 @@ void bench_append(io::uring::Loop& loop, const Options& o, const std::vector<io:
         samples[w].push_back(mb_per_s(bytes, *seconds));
       }
     }
-    const double log = median(samples["log"]);
-    const double file = median(samples["file"]);
-    const double plain = median(samples["plain"]);
+    // A contestant left out (--contestants), and a ratio to one, shows "-".
+    auto rate = [&](const char* w) {
+      return samples.contains(w) ? fmt::format("{:.1f}", median(samples[w])) : std::string("-");
+    };
+    auto ratio = [&](const char* w) {
+      return samples.contains(w) && samples.contains("plain")
+                 ? fmt::format("{:.1f}%", percent(median(samples[w]), median(samples["plain"])))
+                 : std::string("-");
+    };
     const std::string name = sync_every == 0
                                  ? std::string("no sync")
                                  : fmt::format("datasync every {} KiB", sync_every >> 10);
-    std::printf("  %-22s %10.1f %10.1f %10.1f %7.1f%% %7.1f%%\n", name.c_str(), log, file, plain,
-                percent(log, plain), percent(file, plain));
+    std::printf("  %-22s %10s %10s %10s %8s %8s\n", name.c_str(), rate("log").c_str(), rate("file").c_str(),
+                rate("plain").c_str(), ratio("log").c_str(), ratio("file").c_str());
     std::fflush(stdout);
   }
 }
