@@ -267,8 +267,9 @@ std::string FaultSchedule::counters() const {
 }
 
 // The disk of one node that has written to it (a server; a workload
-// client's disk stays empty), and is not lost for good, fills up to within a few bytes of what it
-// holds now, and is given its space back later (stop() gives it back too).
+// client's disk stays empty) and is not lost for good fills up to within
+// a few bytes of what it holds now, and is given its space back later
+// (stop() gives it back too).
 // Writes that need more space than is left fail with ENOSPC meanwhile.
 void FaultSchedule::full_disk_tick() {
   if (!active_) return;
