@@ -107,9 +107,8 @@ class FaultSchedule {
   // Ends the fault phase: heals the network, clears disk faults and brings
   // every node back (but a lost one).
   void stop();
-  // Node i powered off for good: no restart, revival or stop() brings it
-  // back.
-  void lose(int i);
+  // Whether node i was lost for good (powered off when pick_lost named it:
+  // no restart, revival or stop() brings it back).
   bool lost(int i) const { return i == lost_; }
   // The node lost for good (index), or -1.
   int lost_node() const { return lost_; }
@@ -141,6 +140,7 @@ class FaultSchedule {
   void full_disk_tick();
   void revive_tick();
   void loss_tick();
+  void lose(int i);
 
   World& world_;
   const FaultConfig& config_;

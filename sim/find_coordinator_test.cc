@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinators/group/group_coordinator.h"
 #include "coordinators/runtime/record_log.h"
 #include "net/kafka/errors.h"
 #include "net/kafka/messages/find_coordinator_request.h"
@@ -33,6 +34,7 @@ using net::Error;
 constexpr int kNodes = 3;
 constexpr int kOffsetsPartitions = 6;
 constexpr int32_t kLost = 3;  // the node id powered off for good
+const std::string kOffsets(group::kOffsetsTopic);
 
 // One key's answer.
 struct Found {
@@ -95,7 +97,7 @@ class FindCoordinatorLoss : public ::testing::Test {
     const std::vector<std::string> first{"first"};
     for (int attempt = 0; attempt < 60; ++attempt) {
       (void)co_await find(ctx, cluster_.broker(1), 3, first);
-      const std::vector<int32_t> leaders = co_await partition_leaders(ctx, cluster_.broker(1), "__consumer_offsets");
+      const std::vector<int32_t> leaders = co_await partition_leaders(ctx, cluster_.broker(1), kOffsets);
       const bool all_led = leaders.size() == kOffsetsPartitions &&
                            std::none_of(leaders.begin(), leaders.end(), [](int32_t l) { return l < 0; });
       if (all_led) {
@@ -123,7 +125,7 @@ class FindCoordinatorLoss : public ::testing::Test {
     const int32_t dead_partition = runtime::partition_for_key(out_.dead_key, kOffsetsPartitions);
     for (int attempt = 0; attempt < 120; ++attempt) {
       co_await ctx->clock().sleep_for(500ms);
-      const std::vector<int32_t> leaders = co_await partition_leaders(ctx, cluster_.broker(1), "__consumer_offsets");
+      const std::vector<int32_t> leaders = co_await partition_leaders(ctx, cluster_.broker(1), kOffsets);
       if (leaders.size() == kOffsetsPartitions && leaders[static_cast<size_t>(dead_partition)] < 0) co_return true;
     }
     co_return false;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "coordinators/group/group_coordinator.h"
 #include "coordinators/runtime/record_log.h"
 #include "net/client/admin.h"
 #include "net/client/group.h"
@@ -27,7 +28,6 @@ using namespace std::chrono_literals;
 constexpr uint64_t kConfigSalt = 0x6772'6f75'7073'0001ULL;  // "groups"
 constexpr std::string_view kTopic = "events";
 constexpr std::string_view kGroup = "workers";
-constexpr std::string_view kOffsetsTopic = "__consumer_offsets";
 constexpr size_t kFailuresMax = 10;
 
 struct GroupsSimConfig {
@@ -487,7 +487,7 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
     faults.pick_lost = [&] {
       return spare_server(world, shared.running, 2,
                           {{std::string(kTopic), config.partitions},
-                           {std::string(kOffsetsTopic), config.offsets_partitions}});
+                           {std::string(group::kOffsetsTopic), config.offsets_partitions}});
     };
   }
   // The group's coordinator partition has no leader for good: its only
@@ -495,7 +495,8 @@ absl::StatusOr<ScenarioResult> run_groups(const ScenarioOptions& options) {
   // Nothing can then answer for the group, as in Kafka with unclean leader
   // election off: the liveness and final checks are left out.
   auto coordinator_offline = [&] {
-    return offline_with_lost_server(shared.running, faults.lost_node(), kOffsetsTopic, coordinator_partition);
+    return offline_with_lost_server(shared.running, faults.lost_node(), group::kOffsetsTopic,
+                                    coordinator_partition);
   };
   faults.start();
   world.run_for(config.workload);
