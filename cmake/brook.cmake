@@ -66,3 +66,61 @@ if(BROOK_FUZZ)
   add_compile_options(-fno-sanitize=function)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# brook_precompiled_headers(): GCC only. Every C++ target of the build reads
+# the standard library, fmt and Abseil's Status headers before its own code,
+# about 2 s of each translation unit's compile time (3.5 s with GoogleTest,
+# GoogleMock and RapidCheck), and the build has over two hundred. Two
+# precompiled headers carry them: one made with the libraries' and programs'
+# flags, one with the test programs' (-Og, brook_test); each target reuses
+# the one made with its own flags. (CMake adds -Winvalid-pch, so under
+# -Werror a header made with other flags, or other macros such as fmt's
+# FMT_SHARED, fails the build rather than going unused.) Saves about 1.5 s
+# of a translation unit's 2-25 s, 7 % of the release build. Called last,
+# once every target exists.
+set(brook_pch_headers <algorithm> <array> <chrono> <coroutine> <cstdint> <cstring> <functional> <map>
+    <memory> <optional> <set> <span> <string> <string_view> <utility> <vector>
+    <fmt/format.h> [["absl/status/status.h"]] [["absl/status/statusor.h"]])
+function(brook_precompiled_headers)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    return()
+  endif()
+  file(WRITE "${CMAKE_BINARY_DIR}/brook_pch.cc" "// Compiles the precompiled header alone.\n")
+  add_library(brook_pch OBJECT "${CMAKE_BINARY_DIR}/brook_pch.cc")
+  target_link_libraries(brook_pch PRIVATE fmt::fmt absl::status absl::statusor)
+  target_precompile_headers(brook_pch PRIVATE ${brook_pch_headers})
+  add_library(brook_pch_test OBJECT "${CMAKE_BINARY_DIR}/brook_pch.cc")
+  target_link_libraries(brook_pch_test PRIVATE fmt::fmt absl::status absl::statusor GTest::gmock GTest::gtest
+                        rapidcheck)
+  target_precompile_headers(brook_pch_test PRIVATE ${brook_pch_headers} <gtest/gtest.h> <gmock/gmock.h>
+                            <rapidcheck.h> <rapidcheck/gtest.h>)
+  if(CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo")
+    target_compile_options(brook_pch_test PRIVATE -Og -foptimize-sibling-calls)
+  endif()
+  set(dirs "${PROJECT_SOURCE_DIR}")
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(target IN LISTS targets)
+      get_target_property(type ${target} TYPE)
+      if(target MATCHES "^brook_pch" OR NOT type MATCHES "^(STATIC_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
+        continue()
+      endif()
+      get_target_property(options ${target} COMPILE_OPTIONS)
+      get_target_property(libs ${target} LINK_LIBRARIES)
+      list(FILTER libs INCLUDE REGEX "^(brook_|fmt::|GTest::|PkgConfig::RE2)")
+      if(NOT libs MATCHES "brook_|fmt::")
+        continue()  # a program without fmt: neither header was made for it
+      elseif("PkgConfig::RE2" IN_LIST libs)
+        # RE2's flags add -pthread, which defines _REENTRANT: a header of its own.
+        target_precompile_headers(${target} PRIVATE ${brook_pch_headers})
+      elseif("GTest::gtest" IN_LIST libs AND (NOT CMAKE_BUILD_TYPE STREQUAL "RelWithDebInfo" OR "-Og" IN_LIST options))
+        target_precompile_headers(${target} REUSE_FROM brook_pch_test)
+      elseif(NOT "-Og" IN_LIST options)
+        target_precompile_headers(${target} REUSE_FROM brook_pch)
+      endif()
+    endforeach()
+  endwhile()
+endfunction()
