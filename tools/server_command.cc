@@ -98,6 +98,8 @@
 #include "io/real/real_node.h"
 #include "io/scope.h"
 #include "io/status.h"
+#include "io/sync.h"
+#include "io/when.h"
 #include "net/kafka/sasl.h"
 #include "net/tls/tls.h"
 #include "raft/raft_node.h"
@@ -902,6 +904,8 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   };
   tasks.spawn(run_raft(raw, controller_listener->get(), c.controller ? &controller : nullptr, &failed));
   io::TaskScope broker_tasks(ctx->executor());
+  io::TaskScope listener_tasks(ctx->executor());
+  io::Event stopping;
   if (broker) {
     auto run_broker = [](broker::Broker* b, bool* stopped) -> io::Task<void> {
       absl::Status s = co_await b->run();
@@ -910,25 +914,31 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
     };
     broker_tasks.spawn(run_broker(broker.get(), &failed));
     auto serve = [](io::Context* ctx, io::Listener* l, const ServerConfig::BrokerListener* listener,
-                    broker::Broker* b, bool* stopped) -> io::Task<void> {
+                    broker::Broker* b, io::Event* stopping, bool* stopped) -> io::Task<void> {
       const std::string& name = listener->name;
       // As Kafka's brokers do, clients are served once the controller has
       // unfenced this broker: before that, Metadata would list no broker.
       // Connections made meanwhile wait in the listen backlog.
-      while (!b->serving()) co_await ctx->clock().sleep_for(10ms);
+      while (!b->serving()) {
+        if (stopping->is_set()) co_return;
+        co_await ctx->clock().sleep_for(10ms);
+      }
       std::printf("brook server: broker %d is serving clients on %s\n", b->node_id(), name.c_str());
       std::fflush(stdout);
       net::ServeOptions options = b->serve_options(name);
       std::optional<net::SaslServerConfig> sasl;
       if (listener->sasl.has_value()) options.sasl = &sasl.emplace(b->sasl_config(*listener->sasl));
       options.tls = listener->tls.get();
+      options.stopping = stopping;
       absl::Status s =
           co_await net::serve(*l, [b](net::RequestFrame f) { return b->answer(std::move(f)); }, options);
+      if (stopping->is_set()) co_return;  // stopped as asked
       std::fprintf(stderr, "brook server: broker listener %s stopped: %s\n", name.c_str(), s.ToString().c_str());
       *stopped = true;
     };
     for (size_t i = 0; i < broker_listeners.size(); ++i) {
-      broker_tasks.spawn(serve(ctx, broker_listeners[i].get(), &c.broker_listeners[i], broker.get(), &failed));
+      listener_tasks.spawn(
+          serve(ctx, broker_listeners[i].get(), &c.broker_listeners[i], broker.get(), &stopping, &failed));
     }
   }
   while (!g_stop && !failed) co_await ctx->clock().sleep_for(50ms);
@@ -936,6 +946,12 @@ io::Task<void> server_main(io::Context* ctx, Run* run) {
   std::fprintf(stderr, "brook server: shutting down\n");
   if (broker) {
     const absl::Status closed = co_await broker->shutdown(5s);
+    // The listeners stop: each connection ends once it has answered the
+    // request in hand, a TLS one with close_notify (Kafka's broker closes
+    // its channels so), rather than being cut off.
+    stopping.set();
+    (void)co_await io::with_timeout(ctx->clock(), 2s, listener_tasks.join());
+    listener_tasks.cancel_all();
     broker_tasks.cancel_all();
     if (!closed.ok()) {
       std::fprintf(stderr, "brook server: closing the logs: %s\n", closed.ToString().c_str());

@@ -216,6 +216,17 @@ io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration time
 
 namespace {
 
+io::Task<void> wait_for(io::Event* event) { co_await event->wait(); }
+
+// The next frame, or CancelledError once `stopping` is set.
+io::Task<absl::StatusOr<io::Buffer>> frame_unless_stopped(io::Task<absl::StatusOr<io::Buffer>> read,
+                                                          io::Event* stopping) {
+  io::Task<void> stopped = wait_for(stopping);
+  auto first = co_await io::when_first(std::move(read), std::move(stopped));
+  if (first.index() == 1) co_return absl::CancelledError("the server is stopping");
+  co_return std::move(std::get<0>(first));
+}
+
 io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,
                                 ServeOptions options) {
   FrameReader reader(options.max_request_bytes);
@@ -242,24 +253,33 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
     reader.set_max_frame_bytes(std::min(options.max_request_bytes, kSaslMaxReceiveBytes));
   }
   // Whether this side ends the connection (idle, a malformed request, a
-  // failed authentication) with the stream intact: then a TLS connection
-  // says so first (close_notify), as Kafka's broker does.
+  // failed authentication, the server stopping) with the stream intact:
+  // then a TLS connection says so first (close_notify), as Kafka's broker
+  // does.
   bool ours = false;
+  auto stopping = [&options] { return options.stopping != nullptr && options.stopping->is_set(); };
   while (true) {
+    if (stopping()) {
+      ours = true;
+      break;
+    }
     absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
+    io::Task<absl::StatusOr<io::Buffer>> next = read_frame(*conn, reader);
+    if (options.stopping != nullptr) next = frame_unless_stopped(std::move(next), options.stopping);
     if (idle_limit) {
       std::optional<absl::StatusOr<io::Buffer>> read =
-          co_await io::with_timeout(*options.clock, options.idle_timeout, read_frame(*conn, reader));
+          co_await io::with_timeout(*options.clock, options.idle_timeout, std::move(next));
       if (!read.has_value()) {  // idle too long
         ours = true;
         break;
       }
       frame = std::move(*read);
     } else {
-      frame = co_await read_frame(*conn, reader);
+      frame = co_await std::move(next);
     }
     if (!frame.ok()) {
-      ours = frame.status().code() == absl::StatusCode::kDataLoss;  // a length out of bounds
+      // A length out of bounds, or the server stopping.
+      ours = frame.status().code() == absl::StatusCode::kDataLoss || stopping();
       break;
     }
     if (sasl.has_value() && !sasl->authenticated()) {
@@ -313,7 +333,19 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
 io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler, ServeOptions options) {
   io::TaskScope connections(co_await io::this_executor());
   while (true) {
-    absl::StatusOr<std::unique_ptr<io::Connection>> conn = co_await listener.accept();
+    absl::StatusOr<std::unique_ptr<io::Connection>> conn = absl::CancelledError("the server is stopping");
+    if (options.stopping == nullptr) {
+      conn = co_await listener.accept();
+    } else {
+      io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> accept = listener.accept();
+      io::Task<void> stopped = wait_for(options.stopping);
+      auto first = co_await io::when_first(std::move(accept), std::move(stopped));
+      if (first.index() == 1) {
+        co_await connections.join();  // each ends once it has answered what it holds
+        co_return absl::OkStatus();
+      }
+      conn = std::move(std::get<0>(first));
+    }
     if (!conn.ok()) co_return conn.status();
     connections.spawn(serve_connection(std::move(*conn), &handler, options));
   }

@@ -32,6 +32,7 @@
 #include "io/buffer.h"
 #include "io/clock.h"
 #include "io/network.h"
+#include "io/sync.h"
 #include "io/task.h"
 #include "io/time.h"
 #include "net/kafka/frame.h"
@@ -200,11 +201,18 @@ struct ServeOptions {
   // handshake comes first (within idle_timeout when set). nullptr: none.
   // It must outlive serve().
   const tls::Context* tls = nullptr;
+  // Set when the server stops (a broker's shutdown): serve() stops
+  // accepting, each connection ends once it has answered the request in
+  // hand (at once if it is waiting for one), a TLS connection with
+  // close_notify as Kafka's broker closes its channels, and serve()
+  // returns OK once all have ended. nullptr: the connections end only when
+  // serve() is cancelled. It must outlive serve().
+  io::Event* stopping = nullptr;
 };
 
 // Accepts on `listener` and serves every connection until cancelled (the
-// connections' tasks die with it). Returns when accept fails (the listener
-// closed). A connection's requests are answered one at a time, in order,
+// connections' tasks die with it) or ServeOptions::stopping is set.
+// Returns when accept fails (the listener closed). A connection's requests are answered one at a time, in order,
 // and the next request is read only once the answer is written (Kafka's
 // socket server mutes a connection the same way): a client that sends
 // faster than it reads its answers is held back by TCP.

@@ -22,6 +22,9 @@
 #include <string>
 
 #include "io/scope.h"
+#include "io/sync.h"
+#include "net/kafka/messages/api_versions_request.h"
+#include "net/kafka/messages/api_versions_response.h"
 #include "net/kafka/rpc.h"
 #include "net/tls/test_certificates.h"
 #include "sim/world.h"
@@ -382,11 +385,28 @@ io::Task<void> idle_tls_client(io::Context* ctx, io::Address address, const Cont
 // A server that ends a connection (here: idle past connections.max.idle.ms)
 // sends close_notify first, as Kafka's does; a client then tells the end
 // from a connection cut short (OpenSSL 3: "unexpected eof while reading").
-TEST(TlsTest, AServerThatClosesAnIdleConnectionSendsCloseNotify) {
-  auto server = must(Context::server(server_settings(), read_file));
+std::shared_ptr<const Context> tls12_client() {
   Settings c = client_settings();
   c.enabled_protocols = {"TLSv1.2"};
-  auto client = must(Context::client(c, read_file));
+  return must(Context::client(c, read_file));
+}
+
+// What reached idle_tls_client after its handshake is one record: an alert
+// (type 21) of TLS 1.2 (3,3), encrypted.
+void expect_one_alert(const IdleClose& out) {
+  ASSERT_TRUE(out.handshake_ok);
+  ASSERT_GE(out.after_handshake.size(), 5u);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[0]), 21);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[1]), 3);
+  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[2]), 3);
+  const size_t length =
+      static_cast<uint8_t>(out.after_handshake[3]) * 256u + static_cast<uint8_t>(out.after_handshake[4]);
+  EXPECT_EQ(out.after_handshake.size(), 5 + length);
+}
+
+TEST(TlsTest, AServerThatClosesAnIdleConnectionSendsCloseNotify) {
+  auto server = must(Context::server(server_settings(), read_file));
+  auto client = tls12_client();
   sim::World world(1);
   sim::Node& a = world.add_node();
   sim::Node& b = world.add_node();
@@ -395,15 +415,115 @@ TEST(TlsTest, AServerThatClosesAnIdleConnectionSendsCloseNotify) {
   b.start([&](io::Context& ctx) { return serve_tls(&ctx, address, server.get()); });
   a.start([&](io::Context& ctx) { return idle_tls_client(&ctx, address, client.get(), &out); });
   ASSERT_TRUE(world.run_until([&] { return out.done; }, 1min));
-  ASSERT_TRUE(out.handshake_ok);
-  // One record: an alert (type 21) of TLS 1.2 (3,3), encrypted.
-  ASSERT_GE(out.after_handshake.size(), 5u);
-  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[0]), 21);
-  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[1]), 3);
-  EXPECT_EQ(static_cast<uint8_t>(out.after_handshake[2]), 3);
-  const size_t length =
-      static_cast<uint8_t>(out.after_handshake[3]) * 256u + static_cast<uint8_t>(out.after_handshake[4]);
-  EXPECT_EQ(out.after_handshake.size(), 5 + length);
+  expect_one_alert(out);
+}
+
+// net::serve with ServeOptions::stopping set `stop_after` into the run; it
+// answers ApiVersions after `answer_delay`.
+struct Stopped {
+  bool returned = false;
+  absl::Status status;
+  io::Duration returned_after{};  // from the start of serving
+};
+
+io::Task<absl::StatusOr<io::BufferChain>> answer_after(io::Clock* clock, io::Duration delay, RequestFrame frame) {
+  co_await clock->sleep_for(delay);
+  co_return encode_response(ApiVersionsResponse{}, frame.header);
+}
+
+io::Task<void> set_after(io::Clock* clock, io::Duration after, io::Event* event) {
+  co_await clock->sleep_for(after);
+  event->set();
+}
+
+io::Task<void> serve_then_stop(io::Context* ctx, io::Address address, const Context* tls, io::Duration answer_delay,
+                               io::Duration stop_after, Stopped* out) {
+  auto listener = co_await ctx->network().listen(address);
+  BROOK_ASSERT(listener.ok());
+  const io::Instant start = ctx->clock().now();
+  io::Event stopping;
+  io::TaskScope timer(ctx->executor());
+  timer.spawn(set_after(&ctx->clock(), stop_after, &stopping));
+  ServeOptions options;
+  options.clock = &ctx->clock();
+  options.idle_timeout = 5s;
+  options.tls = tls;
+  options.stopping = &stopping;
+  io::Clock* clock = &ctx->clock();
+  RequestHandler handler = [clock, answer_delay](RequestFrame f) {
+    return answer_after(clock, answer_delay, std::move(f));
+  };
+  out->status = co_await serve(**listener, std::move(handler), options);
+  out->returned_after = ctx->clock().now() - start;
+  out->returned = true;
+}
+
+// A server that stops ends its connections with close_notify too, rather
+// than cutting them off, as Kafka's broker closes its channels at shutdown.
+TEST(TlsTest, AServerThatStopsSendsCloseNotify) {
+  auto server = must(Context::server(server_settings(), read_file));
+  auto client = tls12_client();
+  sim::World world(1);
+  sim::Node& a = world.add_node();
+  sim::Node& b = world.add_node();
+  const io::Address address = b.address(kPort);
+  IdleClose out;
+  Stopped stopped;
+  b.start([&](io::Context& ctx) { return serve_then_stop(&ctx, address, server.get(), 0s, 2s, &stopped); });
+  a.start([&](io::Context& ctx) { return idle_tls_client(&ctx, address, client.get(), &out); });
+  ASSERT_TRUE(world.run_until([&] { return out.done && stopped.returned; }, 1min));
+  EXPECT_TRUE(stopped.status.ok()) << stopped.status;
+  EXPECT_LT(stopped.returned_after, 3s);  // at the stop, not the 5 s idle limit
+  expect_one_alert(out);
+}
+
+struct InFlight {
+  bool done = false;
+  std::string received;  // everything read until the end of the stream
+  bool clean_end = false;
+};
+
+// Sends one ApiVersions request at 1 s and reads until the server closes.
+io::Task<void> one_request(io::Context* ctx, io::Address address, InFlight* out) {
+  co_await ctx->clock().sleep_for(1s);
+  auto conn = co_await ctx->network().connect(address);
+  BROOK_ASSERT(conn.ok());
+  absl::StatusOr<io::BufferChain> request = encode_request(ApiVersionsRequest{}, 0, 7, std::string("c"));
+  BROOK_ASSERT(request.ok());
+  const absl::Status written = co_await (*conn)->write_all(std::move(*request));
+  BROOK_ASSERT(written.ok());
+  while (true) {
+    absl::StatusOr<io::Buffer> b = co_await (*conn)->read_some(4096);
+    if (!b.ok()) break;
+    if (b->empty()) {
+      out->clean_end = true;
+      break;
+    }
+    out->received.append(b->view());
+  }
+  out->done = true;
+}
+
+// A request in hand when the server stops is answered before its connection
+// ends: the stop does not turn into a lost response.
+TEST(TlsTest, AServerThatStopsAnswersTheRequestInHandFirst) {
+  sim::World world(1);
+  sim::Node& a = world.add_node();
+  sim::Node& b = world.add_node();
+  const io::Address address = b.address(kPort);
+  InFlight out;
+  Stopped stopped;
+  // The request arrives at about 1 s, its answer at about 3 s; the stop is at 2 s.
+  b.start([&](io::Context& ctx) { return serve_then_stop(&ctx, address, nullptr, 2s, 2s, &stopped); });
+  a.start([&](io::Context& ctx) { return one_request(&ctx, address, &out); });
+  ASSERT_TRUE(world.run_until([&] { return out.done && stopped.returned; }, 1min));
+  EXPECT_TRUE(stopped.status.ok()) << stopped.status;
+  EXPECT_GE(stopped.returned_after, 3s);
+  EXPECT_TRUE(out.clean_end);
+  ASSERT_GE(out.received.size(), 4u);
+  const size_t length = (static_cast<uint8_t>(out.received[0]) << 24) | (static_cast<uint8_t>(out.received[1]) << 16) |
+                        (static_cast<uint8_t>(out.received[2]) << 8) | static_cast<uint8_t>(out.received[3]);
+  EXPECT_EQ(out.received.size(), 4 + length);
 }
 
 // ssl.cipher.suites is all that is enabled, as in Java: a server listing
