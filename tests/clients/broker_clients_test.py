@@ -10,6 +10,7 @@ first failure, after printing the server's log tail. Clients: kcat
 """
 import faulthandler
 import os
+import random
 import shutil
 import signal
 import socket
@@ -28,14 +29,38 @@ BROOK = sys.argv[1]
 HANDED_OUT = set()
 
 
+def ephemeral_low():
+    """The lowest port the kernel hands out to outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
+    """A port for a server to listen on, free when picked and below the
+    kernel's ephemeral range: a port from that range can be taken by some
+    other process's outgoing connection before the server binds it (seen
+    under load: "bind 127.0.0.1:35047: Address already in use")."""
+    low = ephemeral_low()
+    pick = random.SystemRandom()
     while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in HANDED_OUT:
-            HANDED_OUT.add(port)
-            return port
+        if low - 1024 >= 4096:
+            port = pick.randrange(max(1024, low - 16384), low)
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        if port in HANDED_OUT:
+            continue
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        HANDED_OUT.add(port)
+        return port
 
 
 # Every server process started, for the watchdog to stop.
