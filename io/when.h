@@ -120,6 +120,11 @@ Task<std::variant<detail::ResultOf<A>, detail::ResultOf<B>>> when_first(Task<A> 
   co_return V(std::in_place_index<1>, std::move(*rb));
 }
 
+// The Event (or a notification of the WaitList) as a task, to race with others
+// in when_first or with_timeout.
+inline Task<void> wait_for(Event* event) { co_await event->wait(); }
+inline Task<void> wait_for(WaitList* list) { co_await list->wait(); }
+
 namespace detail {
 inline Task<void> sleep_task(const Clock* clock, Instant deadline) {
   co_await clock->sleep_until(deadline);

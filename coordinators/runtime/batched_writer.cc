@@ -1,6 +1,8 @@
 // coordinators/runtime/batched_writer.cc
 #include "coordinators/runtime/batched_writer.h"
 
+#include "io/when.h"
+
 namespace brook::runtime {
 
 using net::Error;
@@ -24,8 +26,7 @@ io::Task<RecordLog::Written> BatchedWriter::write(int32_t partition, int32_t epo
     if (!queue->appending) {
       co_await append_queued(partition, queue);
     } else {
-      auto wait = [](io::WaitList* l) -> io::Task<void> { co_await l->wait(); };
-      co_await wait(&queue->finished);
+      co_await io::wait_for(&queue->finished);
     }
   }
   if (me->error != Error::kNone) co_return Written{me->error, -1};

@@ -542,8 +542,7 @@ io::Task<void> Broker::lifecycle_loop() {
 io::Task<absl::Status> Broker::shutdown(io::Duration timeout) {
   if (broker_epoch_ >= 0 && !shut_down_) {
     want_shut_down_ = true;
-    auto wait = [](io::Event* e) -> io::Task<void> { co_await e->wait(); };
-    (void)co_await io::with_timeout(ctx_->clock(), timeout, wait(&controlled_shutdown_done_));
+    (void)co_await io::with_timeout(ctx_->clock(), timeout, io::wait_for(&controlled_shutdown_done_));
   }
   io::SemaphoreUnits lock = co_await apply_mu_.lock();
   closing_ = true;

@@ -36,11 +36,6 @@ size_t record_bytes(const ProducerRecord& r) {
   return n;
 }
 
-io::Task<bool> wait_for(io::Event* event) {
-  co_await event->wait();
-  co_return true;
-}
-
 }  // namespace
 
 int32_t murmur2(std::span<const std::byte> data) {
@@ -396,7 +391,7 @@ io::Task<void> Producer::sender() {
       }
     }
     if (wake_.is_set()) continue;
-    (void)co_await io::with_deadline(ctx_->clock(), next, wait_for(&wake_));
+    (void)co_await io::with_deadline(ctx_->clock(), next, io::wait_for(&wake_));
   }
 }
 

@@ -216,15 +216,17 @@ io::Task<absl::Status> Peer::write_only(io::BufferChain frame, io::Duration time
 
 namespace {
 
-io::Task<void> wait_for(io::Event* event) { co_await event->wait(); }
+// What races the read of the next request, in one when_first: the idle
+// limit and the server's stop. Each yields an error the race's index tells
+// apart from the read's own.
+io::Task<absl::StatusOr<io::Buffer>> idle_past(const io::Clock* clock, io::Instant deadline) {
+  co_await clock->sleep_until(deadline);
+  co_return absl::DeadlineExceededError("idle");
+}
 
-// The next frame, or CancelledError once `stopping` is set.
-io::Task<absl::StatusOr<io::Buffer>> frame_unless_stopped(io::Task<absl::StatusOr<io::Buffer>> read,
-                                                          io::Event* stopping) {
-  io::Task<void> stopped = wait_for(stopping);
-  auto first = co_await io::when_first(std::move(read), std::move(stopped));
-  if (first.index() == 1) co_return absl::CancelledError("the server is stopping");
-  co_return std::move(std::get<0>(first));
+io::Task<absl::StatusOr<io::Buffer>> stopped(io::Event* stopping) {
+  co_await stopping->wait();
+  co_return absl::CancelledError("the server is stopping");
 }
 
 io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHandler* handler,
@@ -263,23 +265,26 @@ io::Task<void> serve_connection(std::unique_ptr<io::Connection> conn, RequestHan
       ours = true;
       break;
     }
-    absl::StatusOr<io::Buffer> frame = absl::UnavailableError("idle");
-    io::Task<absl::StatusOr<io::Buffer>> next = read_frame(*conn, reader);
-    if (options.stopping != nullptr) next = frame_unless_stopped(std::move(next), options.stopping);
-    if (idle_limit) {
-      std::optional<absl::StatusOr<io::Buffer>> read =
-          co_await io::with_timeout(*options.clock, options.idle_timeout, std::move(next));
-      if (!read.has_value()) {  // idle too long
+    absl::StatusOr<io::Buffer> frame = absl::UnavailableError("not read");
+    io::Task<absl::StatusOr<io::Buffer>> read = read_frame(*conn, reader);
+    if (!idle_limit && options.stopping == nullptr) {
+      frame = co_await std::move(read);
+    } else {
+      std::vector<io::Task<absl::StatusOr<io::Buffer>>> race;
+      race.push_back(std::move(read));
+      if (idle_limit) race.push_back(idle_past(options.clock, options.clock->now() + options.idle_timeout));
+      if (options.stopping != nullptr) race.push_back(stopped(options.stopping));
+      std::pair<size_t, absl::StatusOr<io::Buffer>> first = co_await io::when_first(std::move(race));
+      if (first.first != 0) {  // idle too long, or the server stopping
         ours = true;
         break;
       }
-      frame = std::move(*read);
-    } else {
-      frame = co_await std::move(next);
+      frame = std::move(first.second);
     }
     if (!frame.ok()) {
-      // A length out of bounds, or the server stopping.
-      ours = frame.status().code() == absl::StatusCode::kDataLoss || stopping();
+      // A length out of bounds is ours to end; otherwise the peer closed or
+      // the stream broke.
+      ours = frame.status().code() == absl::StatusCode::kDataLoss;
       break;
     }
     if (sasl.has_value() && !sasl->authenticated()) {
@@ -338,8 +343,8 @@ io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler, Ser
       conn = co_await listener.accept();
     } else {
       io::Task<absl::StatusOr<std::unique_ptr<io::Connection>>> accept = listener.accept();
-      io::Task<void> stopped = wait_for(options.stopping);
-      auto first = co_await io::when_first(std::move(accept), std::move(stopped));
+      io::Task<void> stop = io::wait_for(options.stopping);
+      auto first = co_await io::when_first(std::move(accept), std::move(stop));
       if (first.index() == 1) {
         co_await connections.join();  // each ends once it has answered what it holds
         co_return absl::OkStatus();

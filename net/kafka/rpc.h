@@ -212,10 +212,12 @@ struct ServeOptions {
 
 // Accepts on `listener` and serves every connection until cancelled (the
 // connections' tasks die with it) or ServeOptions::stopping is set.
-// Returns when accept fails (the listener closed). A connection's requests are answered one at a time, in order,
-// and the next request is read only once the answer is written (Kafka's
-// socket server mutes a connection the same way): a client that sends
-// faster than it reads its answers is held back by TCP.
+// Returns when accept fails (the listener closed). A connection's requests
+// are answered one at a time, in order, and the next request is read only
+// once the answer is written (Kafka's socket server mutes a connection the
+// same way): a client that sends faster than it reads its answers is held
+// back by TCP. The wait for a request is one race of the read, the idle
+// limit and the stop.
 io::Task<absl::Status> serve(io::Listener& listener, RequestHandler handler, ServeOptions options = {});
 
 }  // namespace brook::net

@@ -9,15 +9,12 @@
 
 #include "io/scope.h"
 #include "io/sync.h"
+#include "io/when.h"
 #include "sim/world.h"
 #include "tests/io_conformance.h"
 
 namespace brook::testing {
 namespace {
-
-// Each node's main task: keeps the node up (its listeners reachable) without
-// scheduling any event.
-io::Task<void> stay_up(io::Event* never) { co_await never->wait(); }
 
 io::Task<void> mark_done(io::Task<void> task, bool* done) {
   co_await std::move(task);
@@ -28,7 +25,8 @@ class SimBackend final : public Backend {
  public:
   SimBackend() : world_(1, options()) {
     for (int i = 0; i < 2; ++i) {
-      world_.add_node().start([this](io::Context&) { return stay_up(&never_); });
+      // Each node's main task keeps it up (its listeners reachable) without scheduling any event.
+      world_.add_node().start([this](io::Context&) { return io::wait_for(&never_); });
     }
   }
 
