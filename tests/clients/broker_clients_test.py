@@ -1258,6 +1258,43 @@ def find_coordinator(server, port, group):
     return node, host, coordinator_port
 
 
+def unfenced_stop_checks(work):
+    """A broker whose controller never answers is not unfenced: it holds
+    its clients' connections unanswered (in the listen backlog), and
+    SIGTERM stops it at once, exit code 0, without the 2 s the listeners
+    are given to end their connections once they serve."""
+    import struct
+    cluster_id = run([BROOK, "random-uuid"]).decode().strip()
+    server = Server(os.path.join(work, "unfenced-data"), name="unfenced")
+    server.args = [
+        "--cluster-id", cluster_id, "--override", "process.roles=broker", "--override", "node.id=4",
+        "--override", f"listeners=PLAINTEXT://127.0.0.1:{server.port}",
+        "--override", f"controller.quorum.voters=1@127.0.0.1:{server.controller_port}"]
+    server.start()
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=1) as s:
+            s.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))  # ApiVersions v0
+            try:
+                answer = s.recv(4)
+            except socket.timeout:
+                answer = None
+            check("a broker not yet unfenced leaves requests unanswered", answer is None, f"{answer}")
+            t0 = time.time()
+            server.stop()  # raises unless it exits 0 within 20 s
+            took = time.time() - t0
+            check("a broker not yet unfenced stops at once on SIGTERM", took < 2, f"{took:.2f}s")
+            s.settimeout(10)
+            try:
+                ended = s.recv(1) == b""
+            except ConnectionResetError:
+                ended = True
+            check("its clients' connections end with it", ended)
+    finally:
+        if server.proc is not None:
+            server.proc.kill()
+            server.proc.wait()
+
+
 def listener_checks(work):
     """Two client listeners, each advertised at its own address, with the
     inter-broker one named: clients are told of the listener they came in
@@ -1443,6 +1480,7 @@ def main():
         restart_checks(server)
         connection_checks(server)
         server.stop()
+        unfenced_stop_checks(work)
         listener_checks(work)
         cluster_checks(work)
 
