@@ -9,14 +9,19 @@
 //   consumer.)
 // - A topic deleted while one of its replicas' brokers was down: that
 //   broker removes the partition's directory when it comes back.
-// - A creation or removal cut short leaves a partition's directory empty,
-//   or with only the temporary copy of partition.metadata: the broker
-//   removes it when it comes back, and leaves alone what it does not know.
+// - A creation cut short leaves a partition's directory empty, or with only
+//   the temporary copy of partition.metadata, and a removal cut short a
+//   `-delete` directory (a removal renames the directory first): the broker
+//   removes them when it comes back, and leaves alone what it does not know.
+// - A removal that fails partway (its disk failing) leaves no partition
+//   directory that would be opened again without its first segments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -195,16 +200,19 @@ TEST(PartitionRemoval, ABrokerAwayWhileItsTopicWasDeletedRemovesItsDirectory) {
 }
 
 // What a crash leaves in a data directory, and what is not a broker's:
-// - gone-0: empty (a removal that got as far as partition.metadata, which
-//   goes last; or a creation that got no further than the directory);
+// - gone-0: empty (a creation that got no further than the directory);
+// - t-0.<id>-delete: a removal cut short after its rename, with a segment
+//   and partition.metadata left (the live topic's partition, by name);
 // - half-1: only partition.metadata's temporary copy (a creation cut short
 //   before the rename);
 // - old-0: the partition.metadata of a topic id no image holds;
 // - other-0: a partition-like name with a file that is no broker's;
 // - misc: no partition's name.
+constexpr std::string_view kCutShortRemoval = "t-0.0123456789abcdef0123456789abcdef-delete";
+
 io::Task<absl::Status> leave_debris(io::Context* ctx) {
   io::Disk& disk = ctx->disk();
-  static constexpr std::string_view kDirs[] = {"gone-0", "half-1", "old-0", "other-0", "misc"};
+  static constexpr std::string_view kDirs[] = {"gone-0", "half-1", "old-0", "other-0", "misc", kCutShortRemoval};
   for (std::string_view name : kDirs) {
     std::string dir(name);
     CO_RETURN_IF_ERROR(co_await disk.make_dir(dir));
@@ -215,6 +223,11 @@ io::Task<absl::Status> leave_debris(io::Context* ctx) {
   io::BufferChain half_text(io::Buffer::copy_of(std::string("version: 0\n")));
   CO_RETURN_IF_ERROR(co_await half->append(std::move(half_text)));
   CO_RETURN_IF_ERROR(co_await half->close());
+  const std::string segment = std::string(kCutShortRemoval) + "/00000000000000000000.log";
+  CO_ASSIGN_OR_RETURN(std::unique_ptr<io::File> left, co_await disk.open(segment, io::OpenMode::kCreate));
+  io::BufferChain left_bytes(io::Buffer::copy_of(std::string(100, 'x')));
+  CO_RETURN_IF_ERROR(co_await left->append(std::move(left_bytes)));
+  CO_RETURN_IF_ERROR(co_await left->close());
   CO_ASSIGN_OR_RETURN(std::unique_ptr<io::File> notes, co_await disk.open("other-0/notes.txt", io::OpenMode::kCreate));
   io::BufferChain notes_text(io::Buffer::copy_of(std::string("kept\n")));
   CO_RETURN_IF_ERROR(co_await notes->append(std::move(notes_text)));
@@ -222,6 +235,8 @@ io::Task<absl::Status> leave_debris(io::Context* ctx) {
   const net::Uuid unknown = net::random_uuid(ctx->random());
   CO_RETURN_IF_ERROR(co_await storage::write_partition_metadata(
       disk, "old-0/" + std::string(storage::kPartitionMetadataFileName), unknown));
+  CO_RETURN_IF_ERROR(co_await storage::write_partition_metadata(
+      disk, std::string(kCutShortRemoval) + "/" + std::string(storage::kPartitionMetadataFileName), unknown));
   co_return absl::OkStatus();
 }
 
@@ -253,9 +268,15 @@ TEST(PartitionRemoval, DirectoriesLeftByCutShortCreationsAndRemovalsGo) {
   });
   ASSERT_TRUE(cluster.world.run_until([&] { return restarted; }, 10s));
   ASSERT_TRUE(debris.ok()) << debris;
-  ASSERT_TRUE(has_dir(node, "gone-0") && has_dir(node, "half-1") && has_dir(node, "old-0"));
+  const std::string cut_short(kCutShortRemoval);
+  ASSERT_TRUE(has_dir(node, "gone-0") && has_dir(node, "half-1") && has_dir(node, "old-0") &&
+              has_dir(node, cut_short));
   EXPECT_TRUE(cluster.world.run_until(
-      [&] { return !has_dir(node, "gone-0") && !has_dir(node, "half-1") && !has_dir(node, "old-0"); }, 30s))
+      [&] {
+        return !has_dir(node, "gone-0") && !has_dir(node, "half-1") && !has_dir(node, "old-0") &&
+               !has_dir(node, cut_short);
+      },
+      30s))
       << "directories a cut-short creation or removal left are still there";
   // Nothing else went: the live topic, the metadata log, what is no
   // partition's.
@@ -264,6 +285,110 @@ TEST(PartitionRemoval, DirectoriesLeftByCutShortCreationsAndRemovalsGo) {
   EXPECT_TRUE(has_dir(node, "other-0"));
   EXPECT_TRUE(node.disk().contents(DiskView::kCurrent, "other-0/notes.txt").has_value());
   EXPECT_TRUE(has_dir(node, "misc"));
+}
+
+// Asks for t-0's replicas to be `replicas` (in that order) until the
+// request is taken, then waits until `probe`'s metadata shows them all,
+// and all in the ISR; whether it did within a minute.
+io::Task<bool> reassign_until_done(io::Context* ctx, client::Cluster* admin, std::vector<int32_t> replicas,
+                                   io::Address probe) {
+  bool taken = false;
+  for (int i = 0; i < 100 && !taken; ++i) {
+    std::map<client::TopicPartition, std::optional<std::vector<int32_t>>> targets;
+    targets.emplace(client::TopicPartition("t", 0), replicas);
+    absl::StatusOr<std::map<client::TopicPartition, absl::Status>> out =
+        co_await client::alter_partition_reassignments(*admin, std::move(targets));
+    taken = out.ok() && out->size() == 1 && out->begin()->second.ok();
+    if (!taken) co_await ctx->clock().sleep_for(200ms);
+  }
+  std::vector<int32_t> sorted = replicas;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 600 && taken; ++i) {
+    const std::vector<PartitionState> states = co_await partition_states(ctx, probe, "t");
+    if (states.size() == 1 && states[0].replicas == replicas && states[0].isr == sorted) co_return true;
+    co_await ctx->clock().sleep_for(100ms);
+  }
+  co_return false;
+}
+
+// A reassignment moves t-0 off broker 1 while broker 1's disk fails half
+// its directory operations, then moves it back. Whatever the removal got
+// done before an operation failed, broker 1 must end up with the whole
+// log, kept whole or fetched again: never a directory that lost its first
+// segments but kept partition.metadata, which broker 1 would open again as
+// a log starting past records the leader still has (a removal that took
+// the files in place did that, and the replica then led the partition
+// without them).
+TEST(PartitionRemoval, ARemovalCutShortNeverLeavesALogMissingItsStart) {
+  constexpr int kRuns = 12;
+  int cut_short = 0;  // runs whose removal on broker 1 failed partway
+  for (uint64_t seed = 1; seed <= kRuns; ++seed) {
+    SCOPED_TRACE(seed);
+    broker::Broker* one = nullptr;
+    TestCluster cluster(700 + seed, 2, [&](ServerNodeOptions& o) {
+      if (o.index == 0) o.on_broker = [&](broker::Broker* b) { one = b; };
+    });
+    bool setup_ok = false;
+    std::string setup_failure;
+    bool moved_back = false;
+    bool done = false;
+    cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
+      co_await ctx.clock().sleep_for(3s);
+      client::Cluster admin(ctx, sim_client_options(cluster.brokers, "admin"));
+      client::NewTopic t{.name = "t", .partitions = 1, .replication_factor = 1, .configs = {}};
+      t.configs["segment.bytes"] = "40000";  // four records a segment
+      std::vector<client::NewTopic> topics;
+      topics.push_back(t);
+      absl::StatusOr<std::map<std::string, client::CreatedTopic>> created =
+          co_await client::create_topics(admin, topics);
+      const std::vector<int32_t> on_one{1};
+      if (!created.ok() || !co_await reassign_until_done(&ctx, &admin, on_one, cluster.broker(2))) {
+        setup_failure = created.ok() ? "moving t-0 to broker 1" : created.status().ToString();
+        done = true;
+        co_return;
+      }
+      for (int i = 0; i < 40; ++i) {
+        std::optional<net::ProduceResponse::PartitionProduceResponse> out;
+        for (int tries = 0; tries < 50 && !(out.has_value() && out->error_code == 0); ++tries) {
+          if (tries > 0) co_await ctx.clock().sleep_for(100ms);  // broker 1 may not know yet that it leads
+          out = co_await produce_one(&ctx, cluster.broker(1), "t", 0, net::RecordBatchOptions{},
+                                     std::string(10000, 'x'), std::nullopt);
+        }
+        if (!out.has_value() || out->error_code != 0) {
+          setup_failure = fmt::format("produce {}: {}", i, out.has_value() ? out->error_code : -1);
+          done = true;
+          co_return;
+        }
+      }
+      setup_ok = true;
+      DiskFaults failing;
+      failing.metadata_error_probability = 0.5;
+      cluster.server(1).disk().set_faults(failing);
+      const std::vector<int32_t> on_two{2};
+      const bool moved = co_await reassign_until_done(&ctx, &admin, on_two, cluster.broker(2));
+      for (int i = 0; i < 50 && one != nullptr && one->partitions().contains({"t", 0}); ++i) {
+        co_await ctx.clock().sleep_for(100ms);
+      }
+      co_await ctx.clock().sleep_for(1s);
+      cluster.server(1).disk().set_faults(DiskFaults{});
+      const std::vector<std::string> dirs = cluster.server(1).disk().directories(DiskView::kCurrent);
+      if (std::any_of(dirs.begin(), dirs.end(), [](const std::string& d) { return d.starts_with("t-0"); })) {
+        ++cut_short;
+      }
+      const std::vector<int32_t> on_both{2, 1};
+      moved_back = moved && co_await reassign_until_done(&ctx, &admin, on_both, cluster.broker(2));
+      done = true;
+    });
+    ASSERT_TRUE(cluster.world.run_until([&] { return done; }, 600s));
+    ASSERT_TRUE(setup_ok) << setup_failure;
+    ASSERT_TRUE(moved_back);
+    ASSERT_NE(one, nullptr);
+    const auto it = one->partitions().find({"t", 0});
+    ASSERT_NE(it, one->partitions().end());
+    EXPECT_EQ(it->second->log->log_start_offset(), 0) << "broker 1 took t-0 back without its first records";
+    EXPECT_EQ(it->second->log->log_end_offset(), 40);
+  }
+  std::printf("%d of %d removals were cut short\n", cut_short, kRuns);
 }
 
 }  // namespace

@@ -43,6 +43,26 @@ std::string deleted_partition_dir_name(const TopicPartition& tp, std::string_vie
   return fmt::format("{}-{}.{}{}", tp.topic, tp.partition, id, kDeleteDirSuffix);
 }
 
+io::Task<absl::Status> remove_tree(io::Disk& disk, std::string path) {
+  absl::StatusOr<std::vector<std::string>> children = co_await disk.list(path);
+  if (children.ok()) {
+    for (const std::string& child : *children) {
+      const std::string child_path = join_path(path, child);
+      absl::Status removed = co_await disk.remove(child_path);
+      if (!removed.ok() && removed.code() != absl::StatusCode::kNotFound) {
+        co_return annotate_with_path(removed, child_path);
+      }
+    }
+  } else if (children.status().code() != absl::StatusCode::kNotFound) {
+    co_return annotate_with_path(children.status(), path);
+  }
+  absl::Status removed = co_await disk.remove(path);
+  if (!removed.ok() && removed.code() != absl::StatusCode::kNotFound) {
+    co_return annotate_with_path(removed, path);
+  }
+  co_return absl::OkStatus();
+}
+
 absl::Status validate_log_manager_config(const LogManagerConfig& config) {
   if (config.num_recovery_threads_per_data_dir < 1 ||
       config.num_recovery_threads_per_data_dir > kRecoveryThreadsPerDirMax) {
@@ -126,28 +146,6 @@ io::Task<void> run_bounded(size_t parallelism, size_t count,
 }
 
 io::Task<void> close_into(Log* log, absl::Status* result) { *result = co_await log->close(); }
-
-// Removes a flat directory (its files, then itself), or a file of that name.
-// A name that is already gone is not an error.
-io::Task<absl::Status> remove_tree(io::Disk& disk, std::string path) {
-  absl::StatusOr<std::vector<std::string>> children = co_await disk.list(path);
-  if (children.ok()) {
-    for (const std::string& child : *children) {
-      const std::string child_path = join_path(path, child);
-      absl::Status removed = co_await disk.remove(child_path);
-      if (!removed.ok() && removed.code() != absl::StatusCode::kNotFound) {
-        co_return annotate_with_path(removed, child_path);
-      }
-    }
-  } else if (children.status().code() != absl::StatusCode::kNotFound) {
-    co_return annotate_with_path(children.status(), path);
-  }
-  absl::Status removed = co_await disk.remove(path);
-  if (!removed.ok() && removed.code() != absl::StatusCode::kNotFound) {
-    co_return annotate_with_path(removed, path);
-  }
-  co_return absl::OkStatus();
-}
 
 // Status messages are absl::string_view, which fmt does not know.
 std::string message_of(const absl::Status& status) { return std::string(status.message()); }

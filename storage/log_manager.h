@@ -135,6 +135,9 @@ std::string partition_dir_name(const TopicPartition& tp);
 std::optional<TopicPartition> parse_partition_dir_name(std::string_view name);
 // "topic-3.<id>-delete". REQUIRES: id is kDeleteDirIdHexBytes hex digits.
 std::string deleted_partition_dir_name(const TopicPartition& tp, std::string_view id);
+// Removes a flat directory (its files, then itself), or a file of that name.
+// A name that is already gone is not an error.
+io::Task<absl::Status> remove_tree(io::Disk& disk, std::string path);
 
 // Kafka's isNew of getOrCreateLog: a partition the controller just created
 // may be placed anywhere; one that existed before must not be recreated while

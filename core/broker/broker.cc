@@ -21,6 +21,7 @@
 #include "net/kafka/messages/broker_registration_response.h"
 #include "net/kafka/record_batch.h"
 #include "storage/checkpoint.h"
+#include "storage/log_manager.h"
 
 namespace brook::broker {
 
@@ -284,16 +285,21 @@ io::Task<absl::Status> Broker::apply_image() {
 io::Task<absl::Status> Broker::remove_stray_partitions(const metadata::MetadataImage& image) {
   CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await ctx_->disk().list(""));
   for (const std::string& name : names) {
+    if (name.ends_with(storage::kDeleteDirSuffix)) {  // a removal cut short
+      ctx_->log().info("broker: removing {}: left by a removal cut short", name);
+      CO_RETURN_IF_ERROR(co_await storage::remove_tree(ctx_->disk(), name));
+      continue;
+    }
     const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(name);
     if (!key.has_value() || key->first == raft::kMetadataTopic || partitions_.contains(*key)) continue;
     absl::StatusOr<std::optional<net::Uuid>> stored = co_await storage::read_partition_metadata(
         ctx_->disk(), name + "/" + std::string(storage::kPartitionMetadataFileName));
     if (!stored.ok()) continue;
     if (!stored->has_value()) {
-      // No metadata file: a removal that stopped after it (it goes last)
-      // leaves the directory empty, a creation that stopped before it empty
-      // or with the file's temporary copy. Anything else is not this
-      // broker's and stays.
+      // No metadata file: a creation that stopped before it leaves the
+      // directory empty or with the file's temporary copy (as did a
+      // removal that stopped after it, when removals took the files in
+      // place). Anything else is not this broker's and stays.
       const std::string temporary =
           std::string(storage::kPartitionMetadataFileName) + std::string(storage::kTempFileSuffix);
       absl::StatusOr<std::vector<std::string>> inside = co_await ctx_->disk().list(name);
@@ -359,20 +365,26 @@ io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
   co_return co_await remove_dir(dir);
 }
 
+// As Kafka deletes a log: the directory is renamed to a `-delete` name,
+// made durable, before any file goes. A removal cut short (a failed
+// remove, a crash) then leaves either the whole partition or a `-delete`
+// directory, never a partition directory missing some of its segments,
+// which a later assignment of the partition here would open as a log
+// whose start had moved past records it had acknowledged.
 io::Task<absl::Status> Broker::remove_dir(std::string dir) {
-  absl::StatusOr<std::vector<std::string>> names = co_await ctx_->disk().list(dir);
-  if (!names.ok()) {
-    if (absl::IsNotFound(names.status())) co_return absl::OkStatus();
-    co_return names.status();
-  }
-  // The partition metadata file last: a directory that still has it after
-  // a crash is found again by remove_stray_partitions.
-  std::stable_partition(names->begin(), names->end(),
-                        [](const std::string& n) { return n != storage::kPartitionMetadataFileName; });
-  for (const std::string& name : *names) {
-    CO_RETURN_IF_ERROR(co_await ctx_->disk().remove(dir + "/" + name));
-  }
-  CO_RETURN_IF_ERROR(co_await ctx_->disk().remove(dir));
+  const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(dir);
+  BROOK_ASSERT(key.has_value());
+  // A name no earlier removal took: the calendar time and this broker's
+  // count of removals (not the node's random stream, whose draws would
+  // shift every later one of a simulated run).
+  const auto wall_ns = static_cast<uint64_t>(ctx_->clock().wall_now().time_since_epoch().count());
+  const std::string deleted = storage::deleted_partition_dir_name(storage::TopicPartition{key->first, key->second},
+                                                                  fmt::format("{:016x}{:016x}", wall_ns, ++removals_));
+  const absl::Status renamed = co_await ctx_->disk().rename(dir, deleted);
+  if (absl::IsNotFound(renamed)) co_return absl::OkStatus();
+  CO_RETURN_IF_ERROR(renamed);
+  CO_RETURN_IF_ERROR(co_await ctx_->disk().sync_dir(""));
+  CO_RETURN_IF_ERROR(co_await storage::remove_tree(ctx_->disk(), deleted));
   co_return co_await ctx_->disk().sync_dir("");
 }
 

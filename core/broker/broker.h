@@ -376,6 +376,7 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   io::Task<absl::Status> open_partition(const metadata::TopicImage& topic, int32_t index);
   io::Task<absl::Status> remove_partition(PartitionKey key);
   io::Task<absl::Status> remove_dir(std::string dir);
+  uint64_t removals_ = 0;  // remove_dir's calls, to name each one's `-delete` directory
   // Partition directories with no partition here in `image` (their topic
   // deleted, or their replica moved, while this broker was away), as
   // Kafka removes stray replicas: removed when the image first holds this
