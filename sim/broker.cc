@@ -26,6 +26,7 @@
 #include "raft/raft_node.h"
 #include "sim/faults.h"
 #include "sim/world.h"
+#include "storage/log_manager.h"
 
 namespace brook::sim {
 
@@ -1031,10 +1032,10 @@ std::vector<std::string> stray_directories(Node& node, Shared* s, size_t index) 
   if (b == nullptr) return out;  // down: the other checks say why
   for (const std::string& dir : node.disk().directories(DiskView::kCurrent)) {
     if (!(dir.starts_with(kChurnPrefix) || dir.starts_with(kTopic)) || dir.find('/') != std::string::npos) continue;
-    const std::optional<std::pair<std::string, int32_t>> key = broker::parse_partition_dir(dir);
+    const std::optional<storage::TopicPartition> key = storage::parse_partition_dir_name(dir);
     if (!key.has_value()) continue;
-    const metadata::TopicImage* t = b->image().topics().topic(key->first);
-    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->second);
+    const metadata::TopicImage* t = b->image().topics().topic(key->topic);
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->partition);
     if (reg == nullptr || std::find(reg->replicas.begin(), reg->replicas.end(), b->node_id()) == reg->replicas.end()) {
       out.push_back(dir);
     }

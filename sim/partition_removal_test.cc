@@ -278,6 +278,14 @@ TEST(PartitionRemoval, DirectoriesLeftByCutShortCreationsAndRemovalsGo) {
       },
       30s))
       << "directories a cut-short creation or removal left are still there";
+  // And durably so: a crash now would not bring the `-delete` one back.
+  EXPECT_TRUE(cluster.world.run_until(
+      [&] {
+        const std::vector<std::string> durable = node.disk().directories(DiskView::kDurable);
+        return std::find(durable.begin(), durable.end(), cut_short) == durable.end();
+      },
+      100ms))
+      << cut_short << " is gone from the disk's current view but not from its durable one";
   // Nothing else went: the live topic, the metadata log, what is no
   // partition's.
   EXPECT_TRUE(has_dir(node, "t-0"));

@@ -29,10 +29,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string partition_dir(const std::string& topic, int32_t index) {
-  return fmt::format("{}-{}", topic, index);
-}
-
 std::optional<int64_t> parse_long(std::string_view text) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
@@ -41,16 +37,6 @@ std::optional<int64_t> parse_long(std::string_view text) {
 }
 
 }  // namespace
-
-std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name) {
-  const size_t dash = name.rfind('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 == name.size()) return std::nullopt;
-  int32_t index = 0;
-  const char* end = name.data() + name.size();
-  auto [p, ec] = std::from_chars(name.data() + dash + 1, end, index);
-  if (ec != std::errc() || p != end || index < 0) return std::nullopt;
-  return std::pair<std::string, int32_t>(std::string(name.substr(0, dash)), index);
-}
 
 Broker::Broker(io::Context& ctx, raft::RaftNode& raft, BrokerConfig config)
     : ctx_(&ctx),
@@ -284,14 +270,18 @@ io::Task<absl::Status> Broker::apply_image() {
 
 io::Task<absl::Status> Broker::remove_stray_partitions(const metadata::MetadataImage& image) {
   CO_ASSIGN_OR_RETURN(std::vector<std::string> names, co_await ctx_->disk().list(""));
+  bool swept_deleted = false;
   for (const std::string& name : names) {
     if (name.ends_with(storage::kDeleteDirSuffix)) {  // a removal cut short
       ctx_->log().info("broker: removing {}: left by a removal cut short", name);
       CO_RETURN_IF_ERROR(co_await storage::remove_tree(ctx_->disk(), name));
+      swept_deleted = true;
       continue;
     }
-    const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(name);
-    if (!key.has_value() || key->first == raft::kMetadataTopic || partitions_.contains(*key)) continue;
+    const std::optional<storage::TopicPartition> key = storage::parse_partition_dir_name(name);
+    if (!key.has_value() || key->topic == raft::kMetadataTopic || partitions_.contains({key->topic, key->partition})) {
+      continue;
+    }
     absl::StatusOr<std::optional<net::Uuid>> stored = co_await storage::read_partition_metadata(
         ctx_->disk(), name + "/" + std::string(storage::kPartitionMetadataFileName));
     if (!stored.ok()) continue;
@@ -312,19 +302,22 @@ io::Task<absl::Status> Broker::remove_stray_partitions(const metadata::MetadataI
       continue;
     }
     const metadata::TopicImage* t = image.topics().topic(**stored);
-    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->second);
-    const bool ours = reg != nullptr && t->name == key->first &&
+    const metadata::PartitionRegistration* reg = t == nullptr ? nullptr : t->partition(key->partition);
+    const bool ours = reg != nullptr && t->name == key->topic &&
                       std::find(reg->replicas.begin(), reg->replicas.end(), config_.node_id) != reg->replicas.end();
     if (ours) continue;  // opened by the next apply
     ctx_->log().info("broker: removing {}: topic id {} {}", name, (*stored)->to_string(),
                      t == nullptr ? "was deleted while this broker was away" : "has no replica here");
     CO_RETURN_IF_ERROR(co_await remove_dir(name));
   }
+  // Durable, so that a crash cannot bring a swept `-delete` directory back
+  // (remove_dir syncs its own).
+  if (swept_deleted) CO_RETURN_IF_ERROR(co_await ctx_->disk().sync_dir(""));
   co_return absl::OkStatus();
 }
 
 io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic, int32_t index) {
-  const std::string dir = partition_dir(topic.name, index);
+  const std::string dir = storage::partition_dir_name(storage::TopicPartition{topic.name, index});
   const std::string metadata_path = dir + "/" + std::string(storage::kPartitionMetadataFileName);
   CO_ASSIGN_OR_RETURN(std::optional<net::Uuid> stored,
                       co_await storage::read_partition_metadata(ctx_->disk(), metadata_path));
@@ -372,13 +365,13 @@ io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
 // which a later assignment of the partition here would open as a log
 // whose start had moved past records it had acknowledged.
 io::Task<absl::Status> Broker::remove_dir(std::string dir) {
-  const std::optional<std::pair<std::string, int32_t>> key = parse_partition_dir(dir);
+  const std::optional<storage::TopicPartition> key = storage::parse_partition_dir_name(dir);
   BROOK_ASSERT(key.has_value());
   // A name no earlier removal took: the calendar time and this broker's
   // count of removals (not the node's random stream, whose draws would
   // shift every later one of a simulated run).
   const auto wall_ns = static_cast<uint64_t>(ctx_->clock().wall_now().time_since_epoch().count());
-  const std::string deleted = storage::deleted_partition_dir_name(storage::TopicPartition{key->first, key->second},
+  const std::string deleted = storage::deleted_partition_dir_name(*key,
                                                                   fmt::format("{:016x}{:016x}", wall_ns, ++removals_));
   const absl::Status renamed = co_await ctx_->disk().rename(dir, deleted);
   if (absl::IsNotFound(renamed)) co_return absl::OkStatus();

@@ -130,10 +130,6 @@ inline constexpr io::Duration kSlowRequest = std::chrono::seconds(60);
 // lagging broker's metadata up to date there).
 inline constexpr io::Duration kAlterPartitionRetryBackoff = std::chrono::milliseconds(500);
 
-// The (topic, index) a partition's directory name ("<topic>-<index>")
-// stands for; nullopt for any other name.
-std::optional<std::pair<std::string, int32_t>> parse_partition_dir(std::string_view name);
-
 struct BrokerConfig {
   int32_t node_id = 1;
   std::string cluster_id;
