@@ -602,7 +602,7 @@ io::Task<void> writer(io::Context* ctx, Shared* s, int id) {
       record.value = io::Buffer::copy_of(value);
       ++s->records_sent;
       // Named, not a temporary in the co_await (g++ 12 destroys those twice).
-      client::DeliveryCallback done = [ctx, s, value](const absl::StatusOr<client::RecordMetadata>& md) {
+      client::DeliveryCallback done = [s, value](const absl::StatusOr<client::RecordMetadata>& md) {
         if (!md.ok()) {
           ++s->records_failed;
           return;

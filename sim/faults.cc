@@ -229,7 +229,11 @@ void FaultSchedule::partition_tick() {
 
 void FaultSchedule::clog_tick() {
   if (!active_) return;
-  world_.clog(random_node(), uniform_duration(random(), 10ms, config_.clog_duration_max));
+  // One draw after the other, in this order: as two arguments of one call
+  // their order would be the compiler's choice (g++ and clang differ).
+  const io::Duration duration = uniform_duration(random(), 10ms, config_.clog_duration_max);
+  const int node = random_node();
+  world_.clog(node, duration);
   ++clogs;
   arm(config_.clog_interval, [this] { clog_tick(); });
 }

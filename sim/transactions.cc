@@ -796,7 +796,9 @@ io::Task<void> final_check_main(io::Context* ctx, Shared* s) {
       visible[it->second][p].push_back(value);
     }
   }
-  for (const auto& [name, t] : s->txns) {
+  for (const auto& entry : s->txns) {
+    const std::string& name = entry.first;
+    const auto& t = entry.second;  // not a structured binding: captured below
     auto v = visible.find(name);
     const bool any = v != visible.end();
     auto here = [&](int32_t p) {

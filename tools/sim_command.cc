@@ -7,9 +7,12 @@
 //       did, and ends with "trace-hash: <16 hex digits>" and
 //       "replay: brook sim --seed N".
 //   brook sim --seeds A..B [--scenario NAME] [--stop-on-failure] [--log-level L]
-//       A sweep of seeds A to B inclusive: one line per seed, the replay
-//       command of each failure, and last "N passed, M failed".
+//       A sweep of seeds A to B inclusive: one line per seed with its
+//       verdict and trace hash, the replay command of each failure, and
+//       last "N passed, M failed".
 //       --stop-on-failure ends the sweep at its first failing seed.
+//   brook sim --list
+//       The scenarios' names, one per line.
 //
 // --log-level debug|info (default info) is the least level of node log line
 // formatted: --log prints those lines to stderr, and without --log they are
@@ -45,7 +48,8 @@ struct SimArgs {
 void usage() {
   std::fprintf(stderr,
                "usage: brook sim --seed N [--scenario NAME] [--trace FILE] [--log] [--log-level debug|info]\n"
-               "       brook sim --seeds A..B [--scenario NAME] [--stop-on-failure] [--log-level debug|info]\n");
+               "       brook sim --seeds A..B [--scenario NAME] [--stop-on-failure] [--log-level debug|info]\n"
+               "       brook sim --list\n");
 }
 
 std::optional<uint64_t> parse_u64(std::string_view text) {
@@ -166,7 +170,8 @@ int run_sweep(const SimArgs& args) {
       fmt::print("seed {}: pass trace-hash={:016x}\n", seed, result->trace_hash);
     } else {
       ++failed;
-      fmt::print("seed {}: FAIL {}\n", seed, result->failures.empty() ? "" : result->failures.front());
+      fmt::print("seed {}: FAIL trace-hash={:016x} {}\n", seed, result->trace_hash,
+                 result->failures.empty() ? "" : result->failures.front());
       for (size_t i = 1; i < result->failures.size(); ++i) fmt::print("  also: {}\n", result->failures[i]);
       fmt::print("  replay: {}\n", result->replay_command);
     }
@@ -180,6 +185,10 @@ int run_sweep(const SimArgs& args) {
 }  // namespace
 
 int sim_main(Args args) {
+  if (args.size() == 1 && args[0] == "--list") {
+    for (const std::string& name : sim::scenario_names()) std::printf("%s\n", name.c_str());
+    return 0;
+  }
   SimArgs parsed;
   if (!parse_args(args, parsed)) {
     usage();

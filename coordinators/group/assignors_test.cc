@@ -161,7 +161,8 @@ void check_complete(const Case& c, const GroupAssignment& a) {
       }
     }
   }
-  for (const auto& [t, counts] : owners) {
+  for (const auto& [topic, counts] : owners) {
+    const auto& t = topic;  // not a structured binding: captured below
     const bool subscribed = std::any_of(c.members.begin(), c.members.end(),
                                         [&](const AssignorMember& m) { return m.subscribed_topics.contains(t); });
     for (int owned : counts) RC_ASSERT(owned == (subscribed ? 1 : 0));

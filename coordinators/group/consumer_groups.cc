@@ -198,7 +198,9 @@ CoordinatorRecord member_metadata_record(const std::string& group_id, const Memb
   md.rebalance_timeout_ms = m.rebalance_timeout_ms;
   md.server_assignor = m.server_assignor;
   if (m.classic.has_value()) {
-    auto& c = md.classic_member_metadata.emplace();
+    // emplace(T{}), not emplace(): clang 14 finds these nested structs not
+    // default-constructible there.
+    auto& c = md.classic_member_metadata.emplace(net::ConsumerGroupMemberMetadataValue::ClassicMemberMetadata{});
     c.session_timeout_ms = m.classic->session_timeout_ms;
     for (const auto& [name, metadata] : m.classic->protocols) {
       auto& p = c.supported_protocols.emplace_back();
@@ -497,7 +499,7 @@ absl::Status GroupCoordinator::replay_consumer(int16_t type, const io::Buffer& k
             m.server_assignor = v->server_assignor;
             m.classic.reset();
             if (v->classic_member_metadata.has_value()) {
-              ClassicMetadata& c = m.classic.emplace();
+              ClassicMetadata& c = m.classic.emplace(ClassicMetadata{});  // (not emplace(): clang 14)
               c.session_timeout_ms = v->classic_member_metadata->session_timeout_ms;
               for (const auto& p : v->classic_member_metadata->supported_protocols) {
                 c.protocols.emplace_back(p.name, p.metadata);
