@@ -978,9 +978,6 @@ io::Task<void> admin_client(io::Context* ctx, raft::RaftNode* node, const Checke
   }
 }
 
-// Reconfig: moves the voter set towards s->target_voters, one change at a
-// time as this node sees it, by asking the leader it knows. Agents on
-// every node do this at once, so a leader gets concurrent requests.
 // One call of a membership agent, counted in membership_calls while it is
 // unanswered, its node's crash included. (The count lives in this
 // coroutine's outermost scope: g++ 12 destroys the locals of a block scope
@@ -998,6 +995,9 @@ io::Task<absl::StatusOr<Response>> membership_call(KraftShared* s, net::Peer* pe
   co_return co_await peer->call<Response>(request, 0, 4s);
 }
 
+// Reconfig: moves the voter set towards s->target_voters, one change at a
+// time as this node sees it, by asking the leader it knows. Agents on
+// every node do this at once, so a leader gets concurrent requests.
 io::Task<void> membership_agent(io::Context* ctx, raft::RaftNode* node, KraftShared* s) {
   std::map<int32_t, std::unique_ptr<net::Peer>> peers;
   while (true) {
