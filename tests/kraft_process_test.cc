@@ -7,20 +7,25 @@
 // everything the old leader had: a new leader elected and its first entry
 // committed. It prints the failover time.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,20 +50,75 @@ namespace {
 
 using namespace std::chrono_literals;
 
-uint16_t free_port() {
+// The lowest port the kernel hands out to outgoing connections.
+int ephemeral_low() {
+  int low = 32768;
+  if (FILE* f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (fscanf(f, "%d", &low) != 1) low = 32768;
+    fclose(f);
+  }
+  return low;
+}
+
+bool bindable(uint16_t port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
+  addr.sin_port = htons(port);
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// A port for a controller to listen on: free when picked, below the
+// kernel's ephemeral range (where an outgoing connection of any process
+// could take it before the controller binds it), and handed out to no
+// other test process within the hour. The registry of handed-out ports
+// ("port until" lines under an exclusive lock) is shared with the client
+// tests' free_port() in tests/clients/broker_clients_test.py, which run
+// beside this test.
+uint16_t free_port() {
+  const char* tmp = getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/brook-test-ports";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0666);
+  if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+    if (fd >= 0) close(fd);
     return 0;
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  std::string text;
+  char chunk[4096];
+  for (ssize_t n; (n = read(fd, chunk, sizeof(chunk))) > 0;) text.append(chunk, static_cast<size_t>(n));
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::map<int, double> held;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    int port = 0;
+    double until = 0;
+    if (fields >> port >> until && until > now) held[port] = until;
+  }
+  const int low = ephemeral_low();
+  const int first = std::max(1024, low - 16384);
+  std::random_device random;
+  uint16_t port = 0;
+  for (int attempt = 0; attempt < 100000 && port == 0 && low - first >= 64; ++attempt) {
+    const int candidate = first + static_cast<int>(random() % static_cast<unsigned>(low - first));
+    if (held.count(candidate) == 0 && bindable(static_cast<uint16_t>(candidate))) {
+      port = static_cast<uint16_t>(candidate);
+    }
+  }
+  if (port != 0) {
+    held[port] = now + 3600;
+    std::string out;
+    for (const auto& [p, until] : held) {
+      out += std::to_string(p) + " " + std::to_string(static_cast<int64_t>(until)) + "\n";
+    }
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, out.data(), out.size(), 0) != static_cast<ssize_t>(out.size())) port = 0;
+  }
+  close(fd);  // releases the lock
+  return port;
 }
 
 struct QuorumView {

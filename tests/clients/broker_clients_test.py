@@ -28,6 +28,14 @@ BROOK = sys.argv[1]
 # again, and ports are picked before the servers that listen on them start.
 HANDED_OUT = set()
 
+# Ports handed out by any test process on this machine, with when each may
+# be handed out again ("port until" lines), kept under an exclusive lock: a
+# port picked here is free when picked, but another test process running
+# beside this one (ctest -j) could pick the same one before our server binds
+# it. kraft_process_test reads and writes the same file.
+PORT_REGISTRY = os.path.join(tempfile.gettempdir(), "brook-test-ports")
+PORT_HOLD_SECONDS = 3600
+
 
 def ephemeral_low():
     """The lowest port the kernel hands out to outgoing connections."""
@@ -42,25 +50,44 @@ def free_port():
     """A port for a server to listen on, free when picked and below the
     kernel's ephemeral range: a port from that range can be taken by some
     other process's outgoing connection before the server binds it (seen
-    under load: "bind 127.0.0.1:35047: Address already in use")."""
+    under load: "bind 127.0.0.1:35047: Address already in use"). No other
+    test process gets it within the next hour (PORT_REGISTRY)."""
+    import fcntl
     low = ephemeral_low()
     pick = random.SystemRandom()
-    while True:
-        if low - 1024 >= 4096:
-            port = pick.randrange(max(1024, low - 16384), low)
-        else:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
-        if port in HANDED_OUT:
-            continue
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        HANDED_OUT.add(port)
-        return port
+    with open(PORT_REGISTRY, "a+") as registry:
+        fcntl.flock(registry, fcntl.LOCK_EX)
+        registry.seek(0)
+        now = time.time()
+        held = {}
+        for line in registry.read().splitlines():
+            fields = line.split()
+            try:
+                if len(fields) == 2 and float(fields[1]) > now:
+                    held[int(fields[0])] = float(fields[1])
+            except ValueError:
+                continue
+        while True:
+            if low - 1024 >= 4096:
+                port = pick.randrange(max(1024, low - 16384), low)
+            else:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", 0))
+                    port = s.getsockname()[1]
+            if port in HANDED_OUT or port in held:
+                continue
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            break
+        held[port] = now + PORT_HOLD_SECONDS
+        registry.seek(0)
+        registry.truncate()
+        registry.write("".join(f"{p} {until:.0f}\n" for p, until in sorted(held.items())))
+    HANDED_OUT.add(port)
+    return port
 
 
 # Every server process started, for the watchdog to stop.
