@@ -875,10 +875,10 @@ io::Task<absl::StatusOr<size_t>> Log::delete_old_segments() {
 // --- compaction --------------------------------------------------------------
 
 int64_t Log::first_uncleanable_offset() const {
-  int64_t end = active().base_offset();
-  if (std::optional<int64_t> unstable = producers_.first_unstable_offset()) {
-    end = std::min(end, *unstable);
-  }
+  // Not past the last stable offset, which is at most the high watermark:
+  // a record not yet replicated may still be truncated, and must not have
+  // displaced an older record of its key meanwhile.
+  int64_t end = std::min(active().base_offset(), last_stable_offset());
   if (config_.min_compaction_lag_ms > 0) {
     const int64_t now = now_ms();
     for (const auto& [base, segment] : segments_) {

@@ -185,7 +185,7 @@ class Log {
   io::Task<absl::StatusOr<size_t>> delete_old_segments();
   // cleanup.policy=compact: one cleaning pass (storage/compaction.h) over
   // the segments below the first uncleanable offset (the active segment,
-  // the oldest open transaction, min.compaction.lag.ms), keeping the latest
+  // the last stable offset, min.compaction.lag.ms), keeping the latest
   // record of every key; a no-op for logs that are not compacted. Each
   // cleaned segment replaces its original atomically (written as
   // `<base>.log.cleaned`, then renamed over `<base>.log`). Appends wait

@@ -822,6 +822,20 @@ TEST_F(LogTest, SegmentsRollBySegmentMs) {
   EXPECT_GE(log->recovery_point(), 2);
 }
 
+// Kafka's rule: the incoming records' timestamps against the segment's
+// first, not the wall clock against them. Records stamped long ago (a copy
+// of an old topic) must not make every append roll a segment of its own.
+TEST_F(LogTest, RecordsWithOldTimestampsDoNotRollEverySegment) {
+  config_.segment_ms = 60'000;
+  std::unique_ptr<Log> log = open();
+  const int64_t long_ago = io::to_ms(clock_.wall_now()) - 3'600'000;
+  for (int i = 0; i < 5; ++i) append(*log, {.timestamp_ms = long_ago + i});
+  EXPECT_EQ(log->segment_count(), 1u);
+  // Records 61 s younger than the segment's first: a roll.
+  append(*log, {.timestamp_ms = long_ago + 61'000});
+  EXPECT_EQ(log->segment_count(), 2u);
+}
+
 TEST_F(LogTest, FlushMessagesAndFlushMs) {
   config_.flush_messages = 5;
   std::unique_ptr<Log> log = open();
@@ -984,6 +998,31 @@ TEST_F(LogTest, CompactionKeepsTheLatestValueOfEveryKey) {
   log = open();
   last = -1;
   EXPECT_EQ(consumer_view(read_all(*log, 0), &last), model);
+}
+
+// A record past the high watermark may yet be truncated: it must not have
+// displaced an older record of its key meanwhile (Kafka cleans up to the
+// last stable offset only).
+TEST_F(LogTest, CompactionStopsAtTheHighWatermark) {
+  config_.cleanup_compact = true;
+  config_.cleanup_delete = false;
+  config_.segment_bytes = 100;  // a segment per batch
+  std::unique_ptr<Log> log = open();
+  for (int i = 0; i < 6; ++i) {
+    const std::string value = fmt::format("v{}", i);
+    absl::StatusOr<AppendResult> r = run(
+        ex_, log->append_as_leader(keyed_batch({{"k", value}}, io::to_ms(clock_.wall_now())), 0));
+    ASSERT_TRUE(r.ok() && r->ok());
+  }
+  ASSERT_GE(log->segment_count(), 5u);
+  log->set_high_watermark(2);
+  absl::StatusOr<CompactionResult> pass = run(ex_, log->compact());
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  // Offsets 0 and 1 are below the high watermark: 0 goes for 1, and
+  // nothing goes for the records at 2 and later.
+  ASSERT_TRUE(run(ex_, log->truncate_to(2)).ok());
+  int64_t last = -1;
+  EXPECT_EQ(consumer_view(read_all(*log, 0), &last), (std::map<std::string, std::string>{{"k", "v1"}}));
 }
 
 // Crashes at random moments of compaction passes never change what a

@@ -204,12 +204,16 @@ io::Task<absl::StatusOr<std::unique_ptr<Segment>>> Segment::open(io::Disk& disk,
 
 bool Segment::should_roll(const LogConfig& config, const RollCheck& check) const {
   if (size_ == 0) return false;
-  const int64_t rolling_base =
-      rolling_base_timestamp_ms_ != net::kNoTimestamp ? rolling_base_timestamp_ms_ : created_ms_;
+  // As Kafka's LogSegment.timeWaitedForRoll: the incoming records' largest
+  // timestamp against the first batch's, when that is known; else the wall
+  // clock against the segment's creation. (Records with timestamps from
+  // long ago, as a copy of an old topic has, so roll by size alone.)
   // In 128 bits: timestamps come from clients and may be anything.
+  const __int128 waited = rolling_base_timestamp_ms_ >= 0
+                              ? static_cast<__int128>(check.max_timestamp_ms) - rolling_base_timestamp_ms_
+                              : static_cast<__int128>(check.now_ms) - created_ms_;
   const bool reached_roll_ms =
-      static_cast<__int128>(check.now_ms) - rolling_base >
-      static_cast<__int128>(config.segment_ms) - config.segment_jitter_ms;
+      waited > static_cast<__int128>(config.segment_ms) - config.segment_jitter_ms;
   return size_ + check.incoming_bytes > config.segment_bytes || reached_roll_ms ||
          offset_index_.full() || time_index_.full() ||
          static_cast<__int128>(check.max_offset) - base_offset_ > kRelativeOffsetMax ||
