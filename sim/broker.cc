@@ -321,6 +321,7 @@ io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions o) {
   bc.transaction_partition_verification = o.txn_partition_verification;
   bc.transaction_state_replication_factor = static_cast<int16_t>(o.txn_replication_factor);
   bc.transaction_state_min_isr = o.txn_min_isr;
+  if (o.adjust_broker_config) o.adjust_broker_config(bc);
   broker::Broker broker(*ctx, *node, bc);
   controller.set_observer(&broker);
   if (o.on_broker) o.on_broker(&broker);
@@ -924,7 +925,8 @@ io::Task<void> final_read_main(io::Context* ctx, Shared* s) {
   s->final_read_done = true;
 }
 
-// Reads a replica's records in [from, to) straight from its log.
+}  // namespace
+
 io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_log(storage::Log* log, int64_t from,
                                                                                int64_t to) {
   std::vector<std::pair<int64_t, std::string>> out;
@@ -946,6 +948,8 @@ io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_log(
   }
   co_return out;
 }
+
+namespace {
 
 // After the final read: once the followers have caught up (all of them in
 // the ISR again, at the leader's log end), every replica holds the leader's

@@ -72,7 +72,12 @@
 
 namespace brook::broker {
 class Broker;
+struct BrokerConfig;
 }  // namespace brook::broker
+
+namespace brook::storage {
+class Log;
+}  // namespace brook::storage
 
 namespace brook::sim {
 
@@ -129,6 +134,8 @@ struct ServerNodeOptions {
   bool txn_mutant_commit_aborts = false;
   // transaction.partition.verification.enable (off: a mutant).
   bool txn_partition_verification = true;
+  // Called with the broker's configuration last, before it starts.
+  std::function<void(broker::BrokerConfig&)> adjust_broker_config;
   // Called with the broker once it runs, and with nullptr when it stops.
   std::function<void(broker::Broker*)> on_broker;
   // A graceful stop, as SIGTERM gives `brook server`: the node polls this
@@ -143,6 +150,11 @@ struct ServerNodeOptions {
   std::function<void(std::string)> on_violation;
 };
 io::Task<void> server_node_main(io::Context* ctx, ServerNodeOptions options);
+
+// A replica's records in [from, to) read straight from its log, as
+// (offset, value): records compacted away are simply missing.
+io::Task<absl::StatusOr<std::vector<std::pair<int64_t, std::string>>>> read_log(storage::Log* log, int64_t from,
+                                                                               int64_t to);
 
 // The graceful stop requests of a scenario's server nodes, which are the
 // world's nodes 0..n-1: a flag each. Outlives the World.

@@ -115,16 +115,17 @@ inline io::Task<std::vector<int32_t>> partition_leaders(io::Context* ctx, io::Ad
   co_return leaders;
 }
 
-// One batch of one record (`value`) with `batch`'s producer fields, to
-// `partition` of `topic` at `broker`, acks=all within `timeout`; the
-// partition's answer, or none when the call failed.
+// One batch of one record (`value`, and `key` when given) with `batch`'s
+// producer fields, to `partition` of `topic` at `broker`, acks=all within
+// `timeout`; the partition's answer, or none when the call failed.
 inline io::Task<std::optional<net::ProduceResponse::PartitionProduceResponse>> produce_one(
     io::Context* ctx, io::Address broker, std::string topic, int32_t partition, net::RecordBatchOptions batch,
     std::string value, std::optional<std::string> transactional_id,
-    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    std::chrono::milliseconds timeout = std::chrono::seconds(30), std::optional<std::string> key = std::nullopt) {
   net::RecordBatchBuilder builder(batch);
   net::NewRecord record;
   record.timestamp_ms = 1;
+  if (key.has_value()) record.key = io::Buffer::copy_of(*key);
   record.value = io::Buffer::copy_of(value);
   builder.append(std::move(record));
   absl::StatusOr<io::Buffer> bytes = builder.build();

@@ -46,6 +46,8 @@
 //   unclean.leader.election.enable, log.segment.bytes,
 //   log.retention.ms / .minutes / .hours, log.retention.bytes,
 //   message.max.bytes, log.flush.interval.messages, log.flush.interval.ms,
+//   log.retention.check.interval.ms, log.cleaner.enable,
+//   log.cleaner.backoff.ms, log.cleaner.dedupe.buffer.size,
 //   connections.max.idle.ms, socket.request.max.bytes,
 //   replica.lag.time.max.ms, replica.fetch.max.bytes,
 //   replica.fetch.response.max.bytes, replica.fetch.wait.max.ms,
@@ -704,6 +706,11 @@ absl::StatusOr<ServerConfig> configure(const ServerArgs& args) {
   }
   ASSIGN_OR_RETURN(std::optional<int64_t> flush_ms, get_int("log.flush.interval.ms"));
   if (flush_ms && *flush_ms >= 0) log.flush_ms = *flush_ms;
+  RETURN_IF_ERROR(get_ms("log.retention.check.interval.ms", 1, &b.log_retention_check_interval));
+  ASSIGN_OR_RETURN(b.log_cleaner_enable, get_bool("log.cleaner.enable", true));
+  RETURN_IF_ERROR(get_ms("log.cleaner.backoff.ms", 0, &b.log_cleaner_backoff));
+  ASSIGN_OR_RETURN(std::optional<int64_t> dedupe, get_int("log.cleaner.dedupe.buffer.size"));
+  if (dedupe && *dedupe > 0) b.log_cleaner_dedupe_buffer_size = static_cast<size_t>(*dedupe);
 
   // DescribeConfigs' STATIC_BROKER_CONFIG layer: the properties as given,
   // plus what this node decided where none was given.

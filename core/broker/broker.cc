@@ -335,6 +335,20 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
   storage::LogOptions options;
   options.dir = dir;
   options.config = log_config_for(topic.name);
+  if (!log_starts_.has_value()) {
+    CO_ASSIGN_OR_RETURN(storage::OffsetCheckpoint starts,
+                        co_await storage::read_offset_checkpoint(
+                            ctx_->disk(), std::string(storage::kLogStartOffsetCheckpointFileName)));
+    if (!log_starts_.has_value()) log_starts_ = std::move(starts);
+  }
+  // An entry counts only for the directory it was written for: one made
+  // just now (its topic new here, or an earlier topic's removed above)
+  // starts where its log does.
+  const storage::TopicPartition tp{topic.name, index};
+  if (auto it = log_starts_->find(tp); it != log_starts_->end()) {
+    if (stored.has_value()) options.log_start_offset = it->second;
+    log_starts_->erase(it);
+  }
   CO_ASSIGN_OR_RETURN(std::unique_ptr<storage::Log> log,
                       co_await storage::Log::open(ctx_->disk(), ctx_->clock(), options));
   auto p = std::make_shared<Partition>();
@@ -344,6 +358,19 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
   p->log = std::move(log);
   partitions_[PartitionKey(topic.name, index)] = std::move(p);
   co_return absl::OkStatus();
+}
+
+io::Task<absl::Status> Broker::checkpoint_log_starts() {
+  auto lock = co_await log_starts_mutex_.lock();  // the writes share `<name>.tmp`
+  // Entries not read yet stay in the file until a partition opens.
+  if (!log_starts_.has_value()) co_return absl::OkStatus();
+  storage::OffsetCheckpoint offsets = *log_starts_;
+  for (const auto& [key, p] : partitions_) {
+    const int64_t start = p->log->log_start_offset();
+    if (start > 0) offsets[storage::TopicPartition{key.first, key.second}] = start;
+  }
+  co_return co_await storage::write_offset_checkpoint(
+      ctx_->disk(), std::string(storage::kLogStartOffsetCheckpointFileName), std::move(offsets));
 }
 
 io::Task<absl::Status> Broker::remove_partition(PartitionKey key) {
@@ -431,6 +458,10 @@ io::Task<void> Broker::log_loop() {
   // Short enough that a partition's unwritten bytes stay a few MB at the
   // rates one broker takes, so the sync at a roll finds little to do.
   constexpr io::Duration kLogMaintenanceInterval = std::chrono::milliseconds(250);
+  constexpr io::Duration kLogInitialTaskDelay = std::chrono::milliseconds(30000);
+  const io::Instant started = ctx_->clock().now();
+  io::Instant next_retention = started + std::min(kLogInitialTaskDelay, config_.log_retention_check_interval);
+  io::Instant next_cleaning = started + std::min(kLogInitialTaskDelay, config_.log_cleaner_backoff);
   while (true) {
     co_await ctx_->clock().sleep_for(kLogMaintenanceInterval);
     report_slow_requests();
@@ -447,6 +478,48 @@ io::Task<void> Broker::log_loop() {
       if (find(p->topic, p->index) != p) continue;
       const absl::Status flushed = co_await p->log->maybe_flush_by_time();
       if (!flushed.ok()) (void)partition_log_failed(p, flushed);
+    }
+    if (now >= next_retention) {
+      co_await run_retention(snapshot);
+      next_retention = now + config_.log_retention_check_interval;
+    }
+    if (config_.log_cleaner_enable && now >= next_cleaning) {
+      co_await run_cleaner(std::move(snapshot));
+      next_cleaning = now + config_.log_cleaner_backoff;
+    }
+  }
+}
+
+// Each replica applies retention to its own log, as Kafka's do: only
+// segments wholly below its high watermark go (storage::Log::delete_old_segments).
+io::Task<void> Broker::run_retention(std::vector<std::shared_ptr<Partition>> partitions) {
+  for (const std::shared_ptr<Partition>& p : partitions) {
+    if (find(p->topic, p->index) != p) continue;
+    const absl::StatusOr<size_t> deleted = co_await p->log->delete_old_segments();
+    if (!deleted.ok()) {
+      (void)partition_log_failed(p, deleted.status());
+    } else if (*deleted > 0) {
+      ctx_->log().debug("broker: retention deleted {} segments of {}-{}", *deleted, p->topic, p->index);
+    }
+  }
+}
+
+// cleanup.policy=compact logs whose dirty share reached
+// min.cleanable.dirty.ratio get one cleaning pass each (storage::Log::compact;
+// nothing at or past the last stable offset or in the active segment).
+io::Task<void> Broker::run_cleaner(std::vector<std::shared_ptr<Partition>> partitions) {
+  for (const std::shared_ptr<Partition>& p : partitions) {
+    if (find(p->topic, p->index) != p) continue;
+    const storage::LogConfig& config = p->log->config();
+    if (!config.cleanup_compact || p->log->dirty_ratio() < config.min_cleanable_dirty_ratio) continue;
+    const absl::StatusOr<storage::CompactionResult> cleaned =
+        co_await p->log->compact(config_.log_cleaner_dedupe_buffer_size);
+    if (!cleaned.ok()) {
+      (void)partition_log_failed(p, cleaned.status());
+    } else if (cleaned->records_removed > 0) {
+      ctx_->log().debug("broker: cleaned {} segments of {}-{}: {} records removed, {} -> {} bytes",
+                        cleaned->segments_cleaned, p->topic, p->index, cleaned->records_removed,
+                        cleaned->bytes_before, cleaned->bytes_after);
     }
   }
 }

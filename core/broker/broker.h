@@ -99,6 +99,7 @@
 #include "net/kafka/record_batch.h"
 #include "net/kafka/rpc.h"
 #include "raft/raft_node.h"
+#include "storage/checkpoint.h"
 #include "storage/log.h"
 
 namespace brook::broker {
@@ -166,6 +167,13 @@ struct BrokerConfig {
   // log.* and message.max.bytes: the broker defaults every topic's log
   // starts from (topic configs override them).
   storage::LogConfig log_defaults;
+  // log.retention.check.interval.ms, log.cleaner.enable,
+  // log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size: the log
+  // maintenance log_loop() runs.
+  io::Duration log_retention_check_interval{std::chrono::milliseconds(300000)};
+  bool log_cleaner_enable = true;
+  io::Duration log_cleaner_backoff{std::chrono::milliseconds(15000)};
+  size_t log_cleaner_dedupe_buffer_size = size_t{128} << 20;
   // min.insync.replicas (broker default).
   int32_t min_insync_replicas = 1;
   // replica.lag.time.max.ms, replica.fetch.max.bytes,
@@ -373,6 +381,16 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   io::Task<absl::Status> remove_partition(PartitionKey key);
   io::Task<absl::Status> remove_dir(std::string dir);
   uint64_t removals_ = 0;  // remove_dir's calls, to name each one's `-delete` directory
+  // The data directory's log-start-offset-checkpoint (Kafka's file), so
+  // that a log start moved by DeleteRecords survives a restart: read when
+  // the first partition opens, and each opening partition whose directory
+  // was there before starts from its entry. checkpoint_log_starts() writes
+  // every open partition's log start, plus the entries of partitions not
+  // opened (yet), before DeleteRecords answers and after a follower
+  // follows its leader's start.
+  io::Task<absl::Status> checkpoint_log_starts();
+  std::optional<storage::OffsetCheckpoint> log_starts_;
+  io::Mutex log_starts_mutex_;
   // Partition directories with no partition here in `image` (their topic
   // deleted, or their replica moved, while this broker was away), as
   // Kafka removes stray replicas: removed when the image first holds this
@@ -410,8 +428,13 @@ class Broker final : public raft::RaftListener, public net::ScramCredentialLooku
   io::Task<void> isr_loop();
   // Every kLogMaintenanceInterval, for each partition log: starts the device
   // write of its newest bytes (storage::Log::start_writeback) and runs the
-  // flush.ms policy.
+  // flush.ms policy. Every log.retention.check.interval.ms it deletes the
+  // segments retention lets go, and every log.cleaner.backoff.ms it
+  // compacts the compacted logs dirty enough (each first after at most
+  // kLogInitialTaskDelay, as Kafka's log.initial.task.delay.ms).
   io::Task<void> log_loop();
+  io::Task<void> run_retention(std::vector<std::shared_ptr<Partition>> partitions);
+  io::Task<void> run_cleaner(std::vector<std::shared_ptr<Partition>> partitions);
   // Logs each request pending for kSlowRequest or longer, once.
   void report_slow_requests();
   // AlterPartition to the controller; applies the answer.

@@ -1052,6 +1052,14 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_init_producer_id(const net:
 io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::RequestFrame& frame) {
   CO_ASSIGN_OR_RETURN(net::DeleteRecordsRequest request, net::decode_body<net::DeleteRecordsRequest>(frame));
   net::DeleteRecordsResponse response;
+  // The answers whose log start moved (topic and partition index in the
+  // response): made durable before they go.
+  struct Moved {
+    std::shared_ptr<Partition> p;
+    size_t topic;
+    size_t partition;
+  };
+  std::vector<Moved> moved;
   for (const auto& topic : request.topics) {
     auto& topic_out = response.topics.emplace_back();
     topic_out.name = topic.name;
@@ -1075,6 +1083,7 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
         continue;
       }
       storage::Log* log = p->log.get();
+      const int64_t start = log->log_start_offset();
       absl::StatusOr<net::Error> deleted = co_await log->delete_records_before(offset);
       if (!deleted.ok()) {
         out.error_code = net::code(partition_log_failed(p, deleted.status()));
@@ -1082,6 +1091,18 @@ io::Task<absl::StatusOr<io::BufferChain>> Broker::on_delete_records(const net::R
       }
       out.error_code = net::code(*deleted);
       out.low_watermark = log->log_start_offset();
+      if (out.low_watermark > start) {
+        moved.push_back(Moved{p, response.topics.size() - 1, topic_out.partitions.size() - 1});
+      }
+    }
+  }
+  if (!moved.empty()) {
+    if (absl::Status s = co_await checkpoint_log_starts(); !s.ok()) {
+      for (const Moved& m : moved) {
+        auto& out = response.topics[m.topic].partitions[m.partition];
+        out.error_code = net::code(partition_log_failed(m.p, s));
+        out.low_watermark = -1;
+      }
     }
   }
   co_return net::encode_response(response, frame.header);

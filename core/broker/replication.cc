@@ -411,6 +411,10 @@ io::Task<bool> Broker::apply_fetched(std::shared_ptr<Partition> p, int32_t leade
       (void)partition_log_failed(p, moved.status());
       co_return false;
     }
+    if (absl::Status s = co_await checkpoint_log_starts(); !s.ok()) {
+      (void)partition_log_failed(p, s);
+      co_return false;
+    }
   }
   co_return true;
 }
