@@ -336,18 +336,23 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
   options.dir = dir;
   options.config = log_config_for(topic.name);
   if (!log_starts_.has_value()) {
-    CO_ASSIGN_OR_RETURN(storage::OffsetCheckpoint starts,
-                        co_await storage::read_offset_checkpoint(
-                            ctx_->disk(), std::string(storage::kLogStartOffsetCheckpointFileName)));
-    if (!log_starts_.has_value()) log_starts_ = std::move(starts);
+    const std::string name(storage::kLogStartOffsetCheckpointFileName);
+    absl::StatusOr<storage::OffsetCheckpoint> starts = co_await storage::read_offset_checkpoint(ctx_->disk(), name);
+    if (!starts.ok() && absl::IsDataLoss(starts.status())) {
+      // As Kafka: a corrupt checkpoint counts as none.
+      ctx_->log().warn("broker: ignoring {}: {}", name, starts.status().ToString());
+      starts = storage::OffsetCheckpoint{};
+    }
+    if (!starts.ok()) co_return starts.status();
+    if (!log_starts_.has_value()) log_starts_ = *std::move(starts);
   }
   // An entry counts only for the directory it was written for: one made
   // just now (its topic new here, or an earlier topic's removed above)
-  // starts where its log does.
+  // starts where its log does. It stays among the entries written until
+  // the partition is open, and then gives way to the log's own start.
   const storage::TopicPartition tp{topic.name, index};
-  if (auto it = log_starts_->find(tp); it != log_starts_->end()) {
-    if (stored.has_value()) options.log_start_offset = it->second;
-    log_starts_->erase(it);
+  if (auto it = log_starts_->find(tp); it != log_starts_->end() && stored.has_value()) {
+    options.log_start_offset = it->second;
   }
   CO_ASSIGN_OR_RETURN(std::unique_ptr<storage::Log> log,
                       co_await storage::Log::open(ctx_->disk(), ctx_->clock(), options));
@@ -357,6 +362,7 @@ io::Task<absl::Status> Broker::open_partition(const metadata::TopicImage& topic,
   p->index = index;
   p->log = std::move(log);
   partitions_[PartitionKey(topic.name, index)] = std::move(p);
+  log_starts_->erase(tp);
   co_return absl::OkStatus();
 }
 
