@@ -7,7 +7,8 @@
 // - the cleaner compacts a cleanup.policy=compact topic every
 //   log.cleaner.backoff.ms, keeping each key's latest record;
 // - a log start moved by DeleteRecords (log-start-offset-checkpoint)
-//   survives a crash of the leader's node.
+//   survives power loss of every node; a corrupt checkpoint counts as
+//   none.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "sim/broker.h"
 #include "sim/test_cluster.h"
 #include "sim/world.h"
+#include "storage/checkpoint.h"
 
 namespace brook::sim {
 namespace {
@@ -142,8 +144,11 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
   }
 }
 
-TEST(LogMaintenance, ALogStartMovedByDeleteRecordsSurvivesPowerLossOfEveryNode) {
-  TestCluster cluster(12, kNodes, [&](ServerNodeOptions& o) { o.min_insync = 2; });
+// DeleteRecords moves partition d-0's start to 10 on a three-broker
+// cluster; every node loses power, its checkpoint file rotted when `rot`;
+// the earliest offset after the restart is `want_earliest`.
+void power_loss_after_delete_records(uint64_t seed, bool rot, int64_t want_earliest) {
+  TestCluster cluster(seed, kNodes, [&](ServerNodeOptions& o) { o.min_insync = 2; });
   enum class Step { kSetUp, kDeleted, kRestarted, kListed, kFailed };
   Step step = Step::kSetUp;
   std::optional<int64_t> low_watermark;
@@ -190,11 +195,26 @@ TEST(LogMaintenance, ALogStartMovedByDeleteRecordsSurvivesPowerLossOfEveryNode) 
   ASSERT_EQ(step, Step::kDeleted);
   ASSERT_EQ(low_watermark, std::optional<int64_t>(10));
   // Power loss everywhere at once: only what was synced stays.
-  for (int id = 1; id <= kNodes; ++id) cluster.server(id).crash();
+  for (int id = 1; id <= kNodes; ++id) {
+    cluster.server(id).crash();
+    const std::string checkpoint(storage::kLogStartOffsetCheckpointFileName);
+    if (rot) {
+      ASSERT_TRUE(cluster.server(id).disk().inject_bit_rot(checkpoint, 0).ok());
+    }
+  }
   for (int id = 1; id <= kNodes; ++id) cluster.server(id).restart();
   step = Step::kRestarted;
   ASSERT_TRUE(cluster.world.run_until([&] { return step == Step::kListed; }, 120s));
-  EXPECT_EQ(earliest, std::optional<int64_t>(10)) << "records below the log start came back";
+  EXPECT_EQ(earliest, std::optional<int64_t>(want_earliest));
+}
+
+TEST(LogMaintenance, ALogStartMovedByDeleteRecordsSurvivesPowerLossOfEveryNode) {
+  power_loss_after_delete_records(12, false, 10);
+}
+
+// As Kafka: a corrupt checkpoint counts as none, and the brokers start.
+TEST(LogMaintenance, ACorruptLogStartCheckpointCountsAsNone) {
+  power_loss_after_delete_records(12, true, 0);
 }
 
 }  // namespace
