@@ -3,7 +3,8 @@
 // The broker's log maintenance, in the simulator, on every replica of a
 // three-broker cluster:
 // - retention deletes the segments past retention.ms once they are below
-//   the high watermark, every log.retention.check.interval.ms;
+//   the high watermark, every log.retention.check.interval.ms, with the
+//   broker's log.* defaults where a topic sets none;
 // - the cleaner compacts a cleanup.policy=compact topic every
 //   log.cleaner.backoff.ms, keeping each key's latest record;
 // - a log start moved by DeleteRecords (log-start-offset-checkpoint)
@@ -68,12 +69,17 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
     o.adjust_broker_config = [](broker::BrokerConfig& c) {
       c.log_retention_check_interval = 1s;
       c.log_cleaner_backoff = 1s;
+      // The broker's defaults for topics that set none, as
+      // server.properties sets them: topic k keeps its records forever.
+      c.static_configs["log.segment.bytes"] = "1024";
+      c.static_configs["log.retention.ms"] = "-1";
     };
     o.on_broker = [&running, index](broker::Broker* b) { running[static_cast<size_t>(index)] = b; };
   });
   bool done = false;
   bool setup_ok = false;
   std::map<int, Replica> retained;
+  std::map<int, Replica> kept;
   std::map<int, Replica> compacted;
   cluster.client->start([&](io::Context& ctx) -> io::Task<void> {
     co_await ctx.clock().sleep_for(3s);
@@ -83,17 +89,19 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
     topics.push_back(client::NewTopic{
         .name = "r", .partitions = 1, .replication_factor = kNodes,
         .configs = {{"segment.bytes", "1024"}, {"retention.ms", "60000"}}});
+    topics.push_back(client::NewTopic{.name = "k", .partitions = 1, .replication_factor = kNodes, .configs = {}});
     topics.push_back(client::NewTopic{
         .name = "c", .partitions = 1, .replication_factor = kNodes,
         .configs = {{"cleanup.policy", "compact"}, {"segment.bytes", "1024"},
                     {"min.cleanable.dirty.ratio", "0.01"}}});
     absl::StatusOr<std::map<std::string, client::CreatedTopic>> created = co_await client::create_topics(admin, topics);
-    if (!created.ok() || created->size() != 2 || !created->at("r").status.ok() || !created->at("c").status.ok()) {
+    if (!created.ok() || created->size() != 3 || !created->at("r").status.ok() || !created->at("c").status.ok() ||
+        !created->at("k").status.ok()) {
       done = true;
       co_return;
     }
     std::map<std::string, io::Address> leader;
-    for (const std::string topic : {"c", "r"}) {
+    for (const std::string topic : {"c", "r", "k"}) {
       std::vector<int32_t> leaders;
       while (leaders.empty() || leaders.front() < 0) {
         co_await ctx.clock().sleep_for(200ms);
@@ -104,12 +112,15 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
     for (int round = 0; round < kRounds; ++round) {
       for (int key = 0; key < kKeys; ++key) {
         const std::string value = fmt::format("k{}-round{}-{}", key, round, std::string(100, 'x'));
-        const std::string k = fmt::format("k{}", key);
+        const std::string key_name = fmt::format("k{}", key);
         std::optional<net::ProduceResponse::PartitionProduceResponse> c = co_await produce_one(
-            &ctx, leader["c"], "c", 0, net::RecordBatchOptions{}, value, std::nullopt, 30s, k);
+            &ctx, leader["c"], "c", 0, net::RecordBatchOptions{}, value, std::nullopt, 30s, key_name);
         std::optional<net::ProduceResponse::PartitionProduceResponse> r =
             co_await produce_one(&ctx, leader["r"], "r", 0, net::RecordBatchOptions{}, value, std::nullopt);
-        if (!c.has_value() || c->error_code != 0 || !r.has_value() || r->error_code != 0) {
+        std::optional<net::ProduceResponse::PartitionProduceResponse> k =
+            co_await produce_one(&ctx, leader["k"], "k", 0, net::RecordBatchOptions{}, value, std::nullopt);
+        if (!c.has_value() || c->error_code != 0 || !r.has_value() || r->error_code != 0 || !k.has_value() ||
+            k->error_code != 0) {
           done = true;
           co_return;
         }
@@ -118,6 +129,7 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
     setup_ok = true;
     co_await ctx.clock().sleep_for(5s);
     retained = co_await replicas_of(running, "r");
+    kept = co_await replicas_of(running, "k");
     compacted = co_await replicas_of(running, "c");
     done = true;
   });
@@ -129,6 +141,12 @@ TEST(LogMaintenance, RetentionAndTheCleanerRunOnEveryReplica) {
     // All but the records of the active segment (each segment holds a few).
     EXPECT_GT(r.log_start, kRounds * kKeys / 2) << "node " << node;
     EXPECT_LE(r.segments, 2u) << "node " << node;
+  }
+  ASSERT_EQ(kept.size(), static_cast<size_t>(kNodes));
+  for (const auto& [node, k] : kept) {
+    EXPECT_EQ(k.log_start, 0) << "node " << node;
+    EXPECT_EQ(k.records.size(), static_cast<size_t>(kRounds * kKeys)) << "node " << node;
+    EXPECT_GT(k.segments, 2u) << "node " << node;
   }
   for (const auto& [node, c] : compacted) {
     // Each key's last value is there; most older ones are gone.

@@ -20,6 +20,7 @@
 #include "net/kafka/messages/broker_registration_request.h"
 #include "net/kafka/messages/broker_registration_response.h"
 #include "net/kafka/record_batch.h"
+#include "core/configs/configs.h"
 #include "storage/checkpoint.h"
 #include "storage/log_manager.h"
 
@@ -109,9 +110,37 @@ bool Broker::downconversion_enabled(const std::string& topic) const {
 
 storage::LogConfig Broker::log_config_for(const std::string& topic) const {
   storage::LogConfig c = config_.log_defaults;
-  const metadata::ConfigMap* m =
+  // The topic's own configs, and for the others the broker configs behind
+  // their defaults where any is set (log.roll.ms, log.cleanup.policy, ...:
+  // statically, or dynamically for this broker or the cluster), as
+  // DescribeConfigs shows a topic's configs.
+  configs::BrokerLayers layers;
+  layers.static_config = &config_.static_configs;
+  layers.dynamic_default = image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
+  layers.dynamic_broker = image_.configs().find(
+      metadata::ConfigResource{metadata::kConfigResourceBroker, std::to_string(config_.node_id)});
+  auto set_in = [](const metadata::ConfigMap* layer, std::string_view name) {
+    return layer != nullptr && layer->find(name) != layer->end();
+  };
+  const metadata::ConfigMap* own =
       image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, topic});
-  if (m == nullptr) return c;
+  metadata::ConfigMap effective;
+  for (const configs::ConfigDef& def : configs::topic_configs()) {
+    if (own != nullptr) {
+      if (auto it = own->find(def.name); it != own->end()) {
+        effective.emplace(def.name, it->second);
+        continue;
+      }
+    }
+    for (const configs::Synonym& synonym : def.synonyms()) {
+      if (config_.static_configs.contains(std::string(synonym.name)) || set_in(layers.dynamic_default, synonym.name) ||
+          set_in(layers.dynamic_broker, synonym.name)) {
+        if (std::optional<std::string> v = configs::topic_default_value(def, layers)) effective.emplace(def.name, *v);
+        break;
+      }
+    }
+  }
+  const metadata::ConfigMap* m = &effective;
   auto num = [&](std::string_view name) -> std::optional<int64_t> {
     auto it = m->find(name);
     if (it == m->end()) return std::nullopt;
