@@ -119,8 +119,10 @@ storage::LogConfig Broker::log_config_for(const std::string& topic) const {
   layers.dynamic_default = image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceBroker, ""});
   layers.dynamic_broker = image_.configs().find(
       metadata::ConfigResource{metadata::kConfigResourceBroker, std::to_string(config_.node_id)});
-  auto set_in = [](const metadata::ConfigMap* layer, std::string_view name) {
-    return layer != nullptr && layer->find(name) != layer->end();
+  auto set_anywhere = [&](std::string_view name) {
+    auto in = [&](const metadata::ConfigMap* layer) { return layer != nullptr && layer->find(name) != layer->end(); };
+    return config_.static_configs.contains(std::string(name)) || in(layers.dynamic_default) ||
+           in(layers.dynamic_broker);
   };
   const metadata::ConfigMap* own =
       image_.configs().find(metadata::ConfigResource{metadata::kConfigResourceTopic, topic});
@@ -132,12 +134,12 @@ storage::LogConfig Broker::log_config_for(const std::string& topic) const {
         continue;
       }
     }
-    for (const configs::Synonym& synonym : def.synonyms()) {
-      if (config_.static_configs.contains(std::string(synonym.name)) || set_in(layers.dynamic_default, synonym.name) ||
-          set_in(layers.dynamic_broker, synonym.name)) {
-        if (std::optional<std::string> v = configs::topic_default_value(def, layers)) effective.emplace(def.name, *v);
-        break;
-      }
+    // Only where a synonym is set: else the defaults this broker was
+    // given (BrokerConfig::log_defaults) stand.
+    const auto synonyms = def.synonyms();
+    auto set = [&](const configs::Synonym& synonym) { return set_anywhere(synonym.name); };
+    if (std::any_of(synonyms.begin(), synonyms.end(), set)) {
+      if (std::optional<std::string> v = configs::topic_default_value(def, layers)) effective.emplace(def.name, *v);
     }
   }
   const metadata::ConfigMap* m = &effective;
@@ -227,6 +229,8 @@ io::Task<absl::Status> Broker::apply_image() {
     CO_RETURN_IF_ERROR(co_await remove_partition(key));
   }
   for (const auto& [id, topic] : image.topics().by_id) {
+    // Resolved once per topic, for its replicas here (none: not at all).
+    std::optional<storage::LogConfig> log_config;
     for (const auto& [index, reg] : topic->partitions) {
       if (std::find(reg.replicas.begin(), reg.replicas.end(), config_.node_id) == reg.replicas.end()) continue;
       std::shared_ptr<Partition> p = find(topic->name, index);
@@ -253,7 +257,8 @@ io::Task<absl::Status> Broker::apply_image() {
       p->replicas = reg.replicas;
       p->alter_refused_at.reset();  // the refusal's reason may be in this update
       p->min_insync_replicas = min_insync_for(topic->name);
-      p->log->set_config(log_config_for(topic->name));
+      if (!log_config.has_value()) log_config = log_config_for(topic->name);
+      p->log->set_config(*log_config);
       if (becomes_leader) {
         ctx_->log().info("broker: leader of {}-{} in epoch {} (log end {}, ISR [{}])", topic->name, index,
                          reg.leader_epoch, p->log->log_end_offset(), fmt::join(reg.isr, ","));
